@@ -1,0 +1,20 @@
+"""FactorSpec: relation-aware structured decoding with certain drafts."""
+from setuptools import find_packages, setup
+
+setup(
+    name="factorspec",
+    version="0.1.0",
+    description="Compile JSON Schema plus relations into a factor graph; exact token masks and certain drafts.",
+    packages=find_packages(include=["factorspec", "factorspec.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy>=1.26",
+    ],
+    extras_require={
+        # torch is pinned: an unpinned torch pulls a multi-GB CUDA build on these machines.
+        "kernels": ["torch==2.13.0", "triton==3.7.1"],
+        "tokenizers": ["transformers>=5.16.1,<5.20", "xgrammar==0.2.7", "gguf", "sentencepiece"],
+        "test": ["pytest", "hypothesis", "pytest-benchmark"],
+    },
+    entry_points={"console_scripts": ["factorspec=factorspec.cli:main"]},
+)
