@@ -1,0 +1,41 @@
+"""Errors FactorSpec raises. Each names what is at fault so a caller can show it as is."""
+from __future__ import annotations
+
+
+class FactorSpecError(Exception):
+    """Base class of every error FactorSpec raises on purpose."""
+
+
+class SpecError(FactorSpecError):
+    """The spec document is malformed or uses something unsupported.
+
+    `pointer` is the JSON Pointer of the offending schema node (or relation)."""
+
+    def __init__(self, pointer: str, message: str) -> None:
+        self.pointer = pointer or "/"
+        self.message = message
+        super().__init__(f"{self.pointer}: {message}")
+
+
+class RelationError(SpecError):
+    """A relation does not parse or does not type-check."""
+
+    def __init__(self, relation: str, message: str, pointer: str = "") -> None:
+        self.relation = relation
+        super().__init__(pointer or "/x-factorspec/relations", f"relation {relation!r}: {message}")
+
+
+class Unsatisfiable(FactorSpecError):
+    """No record satisfies the spec (or the spec given the prefix written so far)."""
+
+    def __init__(self, message: str, relations: list[str] | None = None) -> None:
+        self.relations = list(relations or [])
+        super().__init__(message)
+
+
+class BudgetExceeded(FactorSpecError):
+    """A search hit its explicit budget (nodes or time); no domain is guessed."""
+
+    def __init__(self, what: str, limit: float, used: float) -> None:
+        self.what, self.limit, self.used = what, limit, used
+        super().__init__(f"budget exceeded: {what} limit {limit} (used {used})")
