@@ -94,9 +94,10 @@ class TripProblem:
         return json_prompt(self)
 
 
-# A city name: starts upper-case; may contain letters, spaces, dots, hyphens, apostrophes.
-# Non-greedy so the literal text that follows anchors it.
-_C = r"(?P<city>[A-Z][\w .'\u2019-]*?)"
+# A city name: words of letters, hyphens and apostrophes separated by single spaces, the first
+# one capitalised ("The Hague", "Frankfurt am Main"). No dots, so a name can never run across a
+# sentence end and swallow the next sentence. Non-greedy so the text that follows anchors it.
+_C = r"(?P<city>[A-Z][\w'\u2019-]*(?: [\w'\u2019-]+)*?)"
 _A = r"(?P<a>\d+)"
 _B = r"(?P<b>\d+)"
 _N = r"(?P<n>\d+)"
