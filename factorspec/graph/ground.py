@@ -1,0 +1,703 @@
+"""Grounding: relations (ASTs with index variables and paths) -> factors over solver variables.
+
+Paths resolve against the schema template; every record slot, array length or optional-field
+presence bit that a relation mentions becomes a `Var`. A relation instance that mentions an
+item of a variable-length array (or an optional field) applies only when that item exists.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Optional, Union
+
+from factorspec.errors import RelationError, SpecError
+from factorspec.graph import nodes as N
+from factorspec.graph.relations import from_json, parse, to_text
+from factorspec.graph.schema import Arr, Node, Obj, Scalar, escape_pointer, path_text
+
+MAX_INSTANCES = 200_000
+MAX_VARS = 100_000
+
+
+@dataclass
+class Relation:
+    """One relation of the spec, as written."""
+
+    name: str
+    text: str
+    ast: dict
+    message: str = ""
+    pointer: str = ""
+
+
+@dataclass
+class Factor:
+    """One grounded relation instance (a factor of the graph)."""
+
+    relation: Relation
+    node: N.Node
+    bindings: dict[str, int]
+    slots: list[N.Var]
+
+    def describe(self) -> str:
+        b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
+        return f"{self.relation.name}" + (f" [{b}]" if b else "")
+
+
+# Values during grounding -----------------------------------------------------------------------
+
+@dataclass
+class Ref:
+    """A location in the record: a concrete path and its template node."""
+
+    path: tuple
+    node: Node
+
+
+@dataclass
+class SelRef:
+    """A location chosen by a variable index: options[k] when the index variable equals k."""
+
+    index: N.Node
+    options: dict[int, Ref]
+
+
+@dataclass
+class ListVal:
+    """A list of guarded items (from `arr[*]` or a list literal)."""
+
+    items: list[tuple[Optional[N.Node], Any]]
+
+
+@dataclass
+class TableRef:
+    name: str
+    data: Any
+
+
+GVal = Union[N.Node, Ref, SelRef, ListVal, TableRef]
+
+
+def _norm_value(v: Any, where: str) -> Any:
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        f = Fraction(repr(v))
+        return int(f) if f.denominator == 1 else f
+    raise SpecError(where, f"table values must be JSON scalars, got {json.dumps(v)[:40]}")
+
+
+def _norm_table(name: str, data: Any) -> Any:
+    where = f"/x-factorspec/tables/{escape_pointer(name)}"
+    if isinstance(data, dict):
+        return {k: _norm_value(v, f"{where}/{escape_pointer(k)}") for k, v in data.items()}
+    if isinstance(data, list):
+        rows = []
+        width = None
+        for i, r in enumerate(data):
+            row = tuple(_norm_value(x, f"{where}/{i}") for x in r) if isinstance(r, list) else (_norm_value(r, f"{where}/{i}"),)
+            if width is not None and len(row) != width:
+                raise SpecError(f"{where}/{i}", f"table row has {len(row)} columns, earlier rows have {width}")
+            width = len(row)
+            rows.append(row)
+        return rows
+    raise SpecError(where, "a table must be an object (lookup) or an array (allowed tuples/values)")
+
+
+class Grounder:
+    """Grounds every relation of a spec over the schema template."""
+
+    def __init__(self, template: Node, tables: dict, relations: list[Relation]) -> None:
+        self.template = template
+        self.tables = {k: _norm_table(k, v) for k, v in tables.items()}
+        self.relations = relations
+        self.vars: list[N.Var] = []
+        self.var_of: dict[tuple, N.Var] = {}  # scalar slot path -> var
+        self.len_var_of: dict[tuple, N.Var] = {}  # array path -> length var
+        self.present_var_of: dict[tuple, N.Var] = {}  # optional field path -> presence var
+        self.factors: list[Factor] = []
+        self._guard_cache: dict[tuple, list[N.Node]] = {}
+        self._rel: Optional[Relation] = None
+        self._slots: list[N.Var] = []
+        self._count = 0
+        if isinstance(template, Obj):
+            for f in template.fields:
+                if f.key in self.tables:
+                    raise SpecError(f"/x-factorspec/tables/{escape_pointer(f.key)}",
+                                    f"table name {f.key!r} is also a top-level property")
+
+    # -- errors ---------------------------------------------------------------------------------
+    def err(self, msg: str) -> RelationError:
+        r = self._rel
+        return RelationError(r.name if r else "?", msg, r.pointer if r else "")
+
+    # -- variables ------------------------------------------------------------------------------
+    def _order(self, path: tuple) -> tuple:
+        node, key = self.template, []
+        for p in path:
+            if isinstance(node, Obj):
+                i = [f.key for f in node.fields].index(p)
+                key.append(i)
+                node = node.fields[i].node
+            elif isinstance(node, Arr):
+                key.append(p)
+                node = node.item
+        return tuple(key)
+
+    def _new_var(self, path: tuple, kind: str, lo: int, hi: int, **kw: Any) -> N.Var:
+        if len(self.vars) >= MAX_VARS:
+            raise self.err(f"more than {MAX_VARS} variables: the record is too large to ground")
+        v = N.Var(len(self.vars), kw.pop("name", path_text(path)), path, kind, lo, hi, **kw)
+        g = self.guards(path, upto=len(path) if kw.get("structural") else None)
+        v.guard = N.conj(g)
+        self.vars.append(v)
+        return v
+
+    def slot_var(self, ref: Ref) -> N.Var:
+        if ref.path in self.var_of:
+            return self.var_of[ref.path]
+        s = ref.node
+        assert isinstance(s, Scalar)
+        if not s.finite:
+            what = {"string": "free-text string", "number": "number without multipleOf"}.get(s.kind, "unbounded value")
+            raise self.err(f"{path_text(ref.path)} ({s.pointer or '/'}) is a {what}; relations may only "
+                           "use fields with a finite domain (enum, boolean, bounded integer, bounded fixed-point)")
+        order = self._order(ref.path)
+        if s.kind == "enum":
+            vals = s.values
+            if all(isinstance(x, bool) for x in vals):
+                kind = "bool"
+                vals = [False, True]
+                v = self._new_var(ref.path, kind, 0, 1, values=vals, order=order, scalar=s)
+                if len(s.values) == 1:
+                    v.lo = v.hi = int(s.values[0])
+            else:
+                kind = "num" if all(isinstance(x, (int, Fraction)) and not isinstance(x, bool) for x in vals) else "sym"
+                v = self._new_var(ref.path, kind, 0, len(vals) - 1, values=list(vals), order=order, scalar=s)
+        else:
+            v = self._new_var(ref.path, "num", s.lo, s.hi, step=s.step, order=order, scalar=s)
+        self.var_of[ref.path] = v
+        return v
+
+    def len_var(self, ref: Ref) -> Optional[N.Var]:
+        a = ref.node
+        assert isinstance(a, Arr)
+        if a.max_items is None:
+            raise self.err(f"array {path_text(ref.path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        if a.min_items == a.max_items:
+            return None
+        if ref.path not in self.len_var_of:
+            self.len_var_of[ref.path] = self._new_var(ref.path, "num", a.min_items, a.max_items, structural=True,
+                                                      name=f"len({path_text(ref.path)})",
+                                                      order=self._order(ref.path) + (-1,))
+        return self.len_var_of[ref.path]
+
+    def guards(self, path: tuple, upto: Optional[int] = None) -> list[N.Node]:
+        """Presence conditions of the location at `path` (its ancestors' lengths/presence)."""
+        upto = len(path) if upto is None else upto
+        key = path[:upto]
+        if key in self._guard_cache:
+            return self._guard_cache[key]
+        out: list[N.Node] = []
+        node = self.template
+        for i, p in enumerate(key):
+            if isinstance(node, Arr):
+                lv = self.len_var(Ref(path[:i], node))
+                if lv is not None and p >= node.min_items:
+                    out.append(N.Cmp(">", N.VarRef(lv), N.Const(p)))
+                node = node.item
+            elif isinstance(node, Obj):
+                f = next(f for f in node.fields if f.key == p)
+                if not f.required:
+                    fp = path[: i + 1]
+                    if fp not in self.present_var_of:
+                        pv = self._new_var(fp, "bool", 0, 1, values=[False, True], structural=True,
+                                           name=f"present({path_text(fp)})", order=self._order(fp) + (-1,))
+                        self.present_var_of[fp] = pv
+                    out.append(N.Cmp("==", N.VarRef(self.present_var_of[fp]), N.Const(True)))
+                node = f.node
+        self._guard_cache[key] = out
+        return out
+
+    # -- grounding ------------------------------------------------------------------------------
+    def ground_all(self) -> None:
+        for rel in self.relations:
+            self._rel = rel
+            ast = rel.ast
+            if ast.get("op") == "forall":
+                for env, body in self._expand_forall(ast, {}):
+                    self._emit(rel, body, env)
+            else:
+                self._emit(rel, ast, {})
+        self._rel = None
+
+    def _emit(self, rel: Relation, ast: dict, env: dict) -> None:
+        self._count += 1
+        if self._count > MAX_INSTANCES:
+            raise self.err(f"more than {MAX_INSTANCES} relation instances: the spec is too large to ground")
+        guards: list[N.Node] = []
+        self._slots = []
+        node = self.boolean(self.expr(ast, env, guards), ast)
+        g = N.conj(_dedupe(guards))
+        if g is not None:
+            node = N.implies(g, node)
+        if isinstance(node, N.Const):
+            if not node.v:
+                self.factors.append(Factor(rel, node, dict(env), []))
+            return
+        self.factors.append(Factor(rel, node, dict(env), list(dict.fromkeys(self._slots))))
+
+    def _expand_forall(self, ast: dict, env: dict):
+        names = ast["vars"]
+        for binding in self._bindings(names, ast.get("range"), ast["body"], env):
+            inner = {**env, **binding}
+            body = ast["body"]
+            if body.get("op") == "forall":
+                yield from self._expand_forall(body, inner)
+            else:
+                yield inner, body
+
+    def _bindings(self, names: list[str], rng: Optional[dict], body: dict, env: dict) -> list[dict]:
+        out = [dict()]
+        for name in names:
+            if name in env or name in self.tables:
+                raise self.err(f"index variable {name!r} shadows another name")
+            nxt = []
+            for b in out:
+                for v in self._range_of(name, rng, body, {**env, **b}):
+                    nxt.append({**b, name: v})
+            out = nxt
+        return out
+
+    def _range_of(self, name: str, rng: Optional[dict], body: dict, env: dict) -> list[int]:
+        if rng is not None:
+            if rng["op"] == "range":
+                lo = self._const_int(rng["args"][0], env)
+                hi = self._const_int(rng["args"][1], env)
+                return list(range(lo, hi))
+            ref = self.expr(rng["args"][0], env, [])
+            if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
+                raise self.err(f"'in' range of {name!r} must be an array path or a..b")
+            if ref.node.max_items is None:
+                raise self.err(f"array {path_text(ref.path)} needs maxItems to be used in relations")
+            return list(range(ref.node.max_items))
+        # infer: every array index that mentions `name` must be in bounds
+        allowed: Optional[set[int]] = None
+        for base, idx in _index_sites(body, name):
+            try:
+                ref = self.expr(base, env, [])
+            except RelationError:
+                continue  # base mentions inner variables: not usable for inference here
+            if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
+                continue
+            if ref.node.max_items is None:
+                raise self.err(f"array {path_text(ref.path)} needs maxItems to be used in relations")
+            n = ref.node.max_items
+            ok = set()
+            for i in range(-n - 4, n + 4):
+                try:
+                    k = self._const_int(idx, {**env, name: i})
+                except RelationError:
+                    ok = None
+                    break
+                if 0 <= k < n:
+                    ok.add(i)
+            if ok is None:
+                continue
+            allowed = ok if allowed is None else allowed & ok
+        if allowed is None:
+            raise self.err(f"cannot infer the range of {name!r}: index an array with it or write "
+                           f"'forall {name} in a..b: ...'")
+        return sorted(allowed)
+
+    def _const_int(self, ast: dict, env: dict) -> int:
+        v = self.expr(ast, env, [])
+        if isinstance(v, N.Node) and not v.vars:
+            val = v.ev([])
+            if isinstance(val, int) and not isinstance(val, bool):
+                return val
+            if isinstance(val, Fraction) and val.denominator == 1:
+                return int(val)
+        raise self.err(f"{to_text(ast)} must be a constant integer (only index variables and constants)")
+
+    # value conversion --------------------------------------------------------------------------
+    def value(self, v: GVal, ast: dict) -> N.Node:
+        if isinstance(v, N.Node):
+            return v
+        if isinstance(v, Ref):
+            if not isinstance(v.node, Scalar):
+                raise self.err(f"{path_text(v.path)} is an {'object' if isinstance(v.node, Obj) else 'array'}, "
+                               f"not a value (in {to_text(ast)})")
+            var = self.slot_var(v)
+            self._slots.append(var)
+            if len(var.values or []) == 1 and var.kind != "bool":
+                return N.Const(var.values[0])
+            return N.VarRef(var)
+        if isinstance(v, SelRef):
+            return N.Select(v.index, {k: self.value(r, ast) for k, r in v.options.items()})
+        raise self.err(f"{to_text(ast)} is not a value")
+
+    def boolean(self, v: GVal, ast: dict) -> N.Node:
+        n = self.value(v, ast)
+        if n.kind != "bool":
+            raise self.err(f"{to_text(ast)} is not a condition (true/false)")
+        return n
+
+    def numeric(self, v: GVal, ast: dict) -> N.Node:
+        n = self.value(v, ast)
+        if n.kind not in ("num", "bool"):
+            raise self.err(f"{to_text(ast)} is not a number")
+        return n
+
+    # expressions -------------------------------------------------------------------------------
+    def expr(self, ast: dict, env: dict, guards: list) -> GVal:
+        if "const" in ast:
+            return N.Const(ast["const"])
+        if "name" in ast and "op" not in ast:
+            nm = ast["name"]
+            if nm in env:
+                return N.Const(env[nm])
+            if nm in self.tables:
+                return TableRef(nm, self.tables[nm])
+            if nm == "$":
+                return Ref((), self.template)
+            if isinstance(self.template, Obj):
+                for f in self.template.fields:
+                    if f.key == nm:
+                        guards.extend(self.guards((nm,)))
+                        return Ref((nm,), f.node)
+            raise self.err(f"unknown name {nm!r} (not a top-level property, table or index variable)")
+        op = ast["op"]
+        args = ast.get("args", [])
+        if op == "attr":
+            base = self.expr(args[0], env, guards)
+            return self._attr(base, ast["attr"], guards, ast)
+        if op == "index":
+            base = self.expr(args[0], env, guards)
+            if isinstance(base, TableRef):
+                return self._lookup(base, self.value(self.expr(args[1], env, guards), args[1]), ast)
+            idx = self._const_int(args[1], env)
+            return self._index(base, idx, guards, ast)
+        if op == "star":
+            base = self.expr(args[0], env, guards)
+            return self._star(base, ast)
+        if op in ("+", "-", "*", "//", "%"):
+            a = self.numeric(self.expr(args[0], env, guards), args[0])
+            b = self.numeric(self.expr(args[1], env, guards), args[1])
+            if op in ("//", "%"):
+                if b.vars or b.ev([]) == 0:
+                    raise self.err(f"'{op}' needs a non-zero constant divisor (in {to_text(ast)})")
+            return _fold(N.Arith(op, a, b))
+        if op == "neg":
+            return _fold(N.Unary("neg", self.numeric(self.expr(args[0], env, guards), args[0])))
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            a = self.value(self.expr(args[0], env, guards), args[0])
+            b = self.value(self.expr(args[1], env, guards), args[1])
+            kinds = {a.kind, b.kind}
+            if op not in ("==", "!=") and not kinds <= {"num"}:
+                raise self.err(f"'{op}' compares numbers only (in {to_text(ast)})")
+            if len(kinds) > 1 and not (isinstance(a, N.Const) or isinstance(b, N.Const)) and kinds != {"num", "bool"}:
+                raise self.err(f"comparing a {a.kind} with a {b.kind} (in {to_text(ast)})")
+            return _fold(N.Cmp(op, a, b))
+        if op in ("and", "or"):
+            parts = [self.boolean(self.expr(x, env, guards), x) for x in args]
+            return _fold((N.And if op == "and" else N.Or)(parts))
+        if op == "not":
+            return _fold(N.Not(self.boolean(self.expr(args[0], env, guards), args[0])))
+        if op == "implies":
+            a = self.boolean(self.expr(args[0], env, guards), args[0])
+            b = self.boolean(self.expr(args[1], env, guards), args[1])
+            return _fold(N.implies(a, b))
+        if op == "in":
+            return self._in(args[0], args[1], env, guards, ast)
+        if op in ("forall", "exists"):
+            parts = []
+            for b in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
+                g: list = []
+                body = self.boolean(self.expr(ast["body"], {**env, **b}, g), ast["body"])
+                gc = N.conj(_dedupe(g))
+                if op == "forall":
+                    parts.append(body if gc is None else N.implies(gc, body))
+                else:
+                    parts.append(body if gc is None else N.And([gc, body]))
+            if not parts:
+                return N.Const(op == "forall")
+            return _fold(N.And(parts) if op == "forall" else N.Or(parts))
+        if op == "tuple" or op == "list":
+            return ListVal([(None, self.value(self.expr(x, env, guards), x)) for x in args])
+        if op == "call":
+            return self._call(ast, env, guards)
+        if op == "gen":
+            raise self.err("a generator ('... for i') may only appear inside sum/count/min/max/all_different")
+        raise self.err(f"unknown operator {op!r}")
+
+    def _attr(self, base: GVal, name: str, guards: list, ast: dict) -> GVal:
+        if isinstance(base, SelRef):
+            return SelRef(base.index, {k: self._attr(r, name, [], ast) for k, r in base.options.items()})
+        if isinstance(base, ListVal):
+            return ListVal([(g, self._attr(r, name, [], ast)) for g, r in base.items])
+        if not isinstance(base, Ref) or not isinstance(base.node, Obj):
+            raise self.err(f"'.{name}' applied to something that is not an object (in {to_text(ast)})")
+        for f in base.node.fields:
+            if f.key == name:
+                path = base.path + (name,)
+                guards.extend(self.guards(path))
+                return Ref(path, f.node)
+        raise self.err(f"{path_text(base.path)} has no property {name!r}")
+
+    def _index(self, base: GVal, idx: int, guards: list, ast: dict) -> GVal:
+        if isinstance(base, ListVal):
+            if not -len(base.items) <= idx < len(base.items):
+                raise self.err(f"index {idx} out of range (in {to_text(ast)})")
+            return base.items[idx][1]
+        if not isinstance(base, Ref) or not isinstance(base.node, Arr):
+            raise self.err(f"indexing something that is not an array (in {to_text(ast)})")
+        a = base.node
+        if a.max_items is None:
+            raise self.err(f"array {path_text(base.path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        if idx < 0:
+            if a.min_items == a.max_items:
+                idx += a.max_items
+            else:
+                lv = self.len_var(base)
+                opts = {}
+                for n in range(max(a.min_items, -idx), a.max_items + 1):
+                    p = base.path + (n + idx,)
+                    opts[n] = Ref(p, a.item)
+                if not opts:
+                    raise self.err(f"index {idx} is out of range of {path_text(base.path)}")
+                return SelRef(N.VarRef(lv), opts)
+        if not 0 <= idx < a.max_items:
+            raise self.err(f"index {idx} is out of range of {path_text(base.path)} (maxItems {a.max_items})")
+        path = base.path + (idx,)
+        guards.extend(self.guards(path))
+        return Ref(path, a.item)
+
+    def _star(self, base: GVal, ast: dict) -> ListVal:
+        if not isinstance(base, Ref) or not isinstance(base.node, Arr):
+            raise self.err(f"[*] applied to something that is not an array (in {to_text(ast)})")
+        a = base.node
+        if a.max_items is None:
+            raise self.err(f"array {path_text(base.path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        items = []
+        for k in range(a.max_items):
+            p = base.path + (k,)
+            items.append((N.conj(self.guards(p)[len(self.guards(base.path)):]), Ref(p, a.item)))
+        return ListVal(items)
+
+    def _lookup(self, t: TableRef, key: N.Node, ast: dict) -> N.Node:
+        if not isinstance(t.data, dict):
+            raise self.err(f"table {t.name!r} is not a lookup table (an object), so [key] does not apply")
+        vals = list(t.data.values())
+        kind = "num" if all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in vals) else "sym"
+        if isinstance(key, N.Const):
+            if key.v not in t.data:
+                raise self.err(f"key {key.v!r} is not in table {t.name!r}")
+            return N.Const(t.data[key.v])
+        return N.Lookup(t.data, key, kind)
+
+    def _in(self, item_ast: dict, cont_ast: dict, env: dict, guards: list, ast: dict) -> N.Node:
+        item = self.expr(item_ast, env, guards)
+        elems = [self.value(x, item_ast) for _, x in item.items] if isinstance(item, ListVal) \
+            else [self.value(item, item_ast)]
+        cont = self.expr(cont_ast, env, guards)
+        if isinstance(cont, TableRef):
+            if isinstance(cont.data, dict):
+                rows = [(k,) for k in cont.data]
+            else:
+                rows = cont.data
+        elif isinstance(cont, ListVal):
+            vals = [n for _, n in cont.items]
+            if all(isinstance(v, N.Const) for v in vals):
+                rows = [(v.v,) for v in vals]
+            else:
+                if len(elems) != 1:
+                    raise self.err(f"tuple membership needs a table (in {to_text(ast)})")
+                return _fold(N.Or([N.Cmp("==", elems[0], v) for v in vals]))
+        else:
+            raise self.err(f"'in' needs a table name or a [list] on its right (in {to_text(ast)})")
+        if rows and any(len(r) != len(elems) for r in rows):
+            raise self.err(f"{len(elems)} values tested against a table of {len(rows[0])} columns (in {to_text(ast)})")
+        return _fold(N.Member(elems, list(rows)))
+
+    def _items(self, arg: dict, env: dict, guards: list) -> list[tuple[Optional[N.Node], N.Node]]:
+        """The guarded items an aggregate ranges over."""
+        if arg.get("op") == "gen":
+            out = []
+            var = arg["var"]
+            for b in self._bindings([var], arg.get("range"), arg["args"][0], env):
+                e2 = {**env, **b}
+                g: list = []
+                val = self.value(self.expr(arg["args"][0], e2, g), arg["args"][0])
+                if arg.get("cond") is not None:
+                    g.append(self.boolean(self.expr(arg["cond"], e2, g), arg["cond"]))
+                out.append((N.conj(_dedupe(g)), val))
+            return out
+        v = self.expr(arg, env, guards)
+        if isinstance(v, ListVal):
+            return [(g, self.value(x, arg)) for g, x in v.items]
+        return [(None, self.value(v, arg))]
+
+    def _call(self, ast: dict, env: dict, guards: list) -> GVal:
+        func, args = ast["func"], ast["args"]
+        if func in ("len", "first", "last"):
+            if len(args) != 1:
+                raise self.err(f"{func}() takes one array")
+            base = self.expr(args[0], env, guards)
+            if not isinstance(base, Ref) or not isinstance(base.node, Arr):
+                raise self.err(f"{func}() needs an array (in {to_text(ast)})")
+            if func == "len":
+                lv = self.len_var(base)
+                return N.Const(base.node.max_items) if lv is None else N.VarRef(lv)
+            return self._index(base, 0 if func == "first" else -1, guards, ast)
+        if func in ("abs", "round"):
+            want = 1 if func == "abs" else 2
+            if len(args) != want:
+                raise self.err(f"{func}() takes {want} argument(s)")
+            x = self.numeric(self.expr(args[0], env, guards), args[0])
+            if func == "abs":
+                return _fold(N.Unary("abs", x))
+            q = self.numeric(self.expr(args[1], env, guards), args[1])
+            if q.vars or q.ev([]) <= 0:
+                raise self.err("round(x, q) needs a positive constant q")
+            return _fold(N.Unary("round", x, q.ev([])))
+        items: list[tuple[Optional[N.Node], N.Node]] = []
+        for a in args:
+            items += self._items(a, env, guards)
+        if func == "all_different":
+            return _fold(N.AllDiff(items))
+        if func == "count":
+            terms = []
+            for g, n in items:
+                if n.kind != "bool":
+                    raise self.err("count() counts conditions (true/false items)")
+                c = n if g is None else N.And([g, n])
+                terms.append(N.If(c, N.Const(1), N.Const(0)))
+            return _fold(_sum(terms))
+        for g, n in items:
+            if n.kind not in ("num", "bool"):
+                raise self.err(f"{func}() needs numbers (in {to_text(ast)})")
+        if func == "sum":
+            return _fold(_sum([n if g is None else N.If(g, n, N.Const(0)) for g, n in items]))
+        if not items:
+            raise self.err(f"{func}() of nothing")
+        return _fold(N.MinMax(func == "max", items))
+
+
+def _sum(terms: list[N.Node]) -> N.Node:
+    if not terms:
+        return N.Const(0)
+    acc = terms[0]
+    for t in terms[1:]:
+        acc = N.Arith("+", acc, t)
+    return acc
+
+
+def _dedupe(nodes: list[N.Node]) -> list[N.Node]:
+    seen, out = set(), []
+    for n in nodes:
+        key = _node_key(n)
+        if key not in seen:
+            seen.add(key)
+            out.append(n)
+    return out
+
+
+def _node_key(n: N.Node) -> Any:
+    if isinstance(n, N.Cmp) and isinstance(n.a, N.VarRef) and isinstance(n.b, N.Const):
+        return ("cmp", n.op, n.a.var.id, n.b.v)
+    return id(n)
+
+
+def _fold(n: N.Node) -> N.Node:
+    """Evaluate constant sub-expressions now."""
+    if not n.vars:
+        v = n.ev([])
+        if v is None:
+            return n
+        return N.Const(bool(v) if n.kind == "bool" else v)
+    return n
+
+
+def _index_sites(ast: Any, name: str):
+    """(base, index) pairs of `index` nodes whose index expression mentions `name`."""
+    if not isinstance(ast, dict):
+        return
+    if ast.get("op") == "index" and _mentions(ast["args"][1], name):
+        yield ast["args"][0], ast["args"][1]
+    if ast.get("op") in ("forall", "exists") and name in ast.get("vars", []):
+        return
+    if ast.get("op") == "gen" and ast.get("var") == name:
+        return
+    for key in ("args",):
+        for a in ast.get(key, []) or []:
+            yield from _index_sites(a, name)
+    for key in ("body", "cond", "range"):
+        if ast.get(key):
+            yield from _index_sites(ast[key], name)
+
+
+def _mentions(ast: Any, name: str) -> bool:
+    if not isinstance(ast, dict):
+        return False
+    if ast.get("name") == name and "op" not in ast:
+        return True
+    return any(_mentions(a, name) for a in ast.get("args", []) or []) or \
+        any(_mentions(ast.get(k), name) for k in ("body", "cond", "range") if ast.get(k))
+
+
+def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
+    """Read the `x-factorspec` extension: its tables and relations."""
+    base = "/x-factorspec"
+    if ext is None:
+        return {}, []
+    if not isinstance(ext, dict):
+        raise SpecError(base, "x-factorspec must be an object with 'tables' and 'relations'")
+    extra = set(ext) - {"tables", "relations"}
+    if extra:
+        raise SpecError(f"{base}/{escape_pointer(sorted(extra)[0])}", f"unknown key {sorted(extra)[0]!r} in x-factorspec")
+    tables = ext.get("tables", {})
+    if not isinstance(tables, dict):
+        raise SpecError(f"{base}/tables", "tables must be an object of named tables")
+    rels_raw = ext.get("relations", [])
+    if not isinstance(rels_raw, list):
+        raise SpecError(f"{base}/relations", "relations must be a list")
+    rels: list[Relation] = []
+    names = set()
+    for i, r in enumerate(rels_raw):
+        ptr = f"{base}/relations/{i}"
+        message = ""
+        if isinstance(r, str):
+            name, expr = f"relation[{i}]", r
+        elif isinstance(r, dict):
+            extra = set(r) - {"name", "expr", "message"}
+            if extra:
+                raise SpecError(f"{ptr}/{escape_pointer(sorted(extra)[0])}", f"unknown key {sorted(extra)[0]!r} in a relation")
+            name = r.get("name", f"relation[{i}]")
+            if not isinstance(name, str) or not name:
+                raise SpecError(f"{ptr}/name", "a relation's name must be a non-empty string")
+            expr = r.get("expr")
+            message = r.get("message", "")
+            if not isinstance(message, str):
+                raise SpecError(f"{ptr}/message", "message must be a string")
+        else:
+            raise SpecError(ptr, "a relation must be a string or an object with 'expr'")
+        if name in names:
+            raise SpecError(f"{ptr}/name", f"duplicate relation name {name!r}")
+        names.add(name)
+        if isinstance(expr, str):
+            ast = parse(expr, name)
+            text = expr
+        elif isinstance(expr, dict):
+            ast = from_json(expr, name)
+            try:
+                text = to_text(ast)
+            except (ValueError, KeyError, TypeError):
+                raise RelationError(name, "malformed AST", ptr) from None
+        else:
+            raise SpecError(f"{ptr}/expr", "expr must be a string or an AST object")
+        rels.append(Relation(name, text, ast, message, ptr))
+    return tables, rels

@@ -1,0 +1,828 @@
+"""Grounded expression nodes of the factor graph, with interval/set propagation (HC4-style).
+
+Each node offers:
+  fwd(D)            an over-approximation of its value under domains D: a numeric interval
+                    (lo, hi) or a frozenset of symbolic values; booleans are (0,0)/(0,1)/(1,1);
+  bwd(C, target)    narrow its variables so its value lies in `target` (sound: only values that
+                    cannot be part of a solution are removed); False on a wipe-out;
+  ev(A)             its exact value under a full assignment A (internal values by var id).
+Soundness is all that propagation must give: exactness comes from search, which assigns every
+variable and then evaluates every factor exactly.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Iterable, Optional
+
+INF = float("inf")
+T, F, U = (1, 1), (0, 0), (0, 1)
+EXPLICIT_LIMIT = 1024  # domains up to this size are explicit sets; larger ones are intervals
+
+
+# ----------------------------------------------------------------------------------------------
+# Domains: frozenset of internal ints, or an interval (lo, hi) of internal ints.
+
+def dom_range(lo: int, hi: int) -> Any:
+    if hi < lo:
+        return frozenset()
+    return frozenset(range(lo, hi + 1)) if hi - lo < EXPLICIT_LIMIT else (lo, hi)
+
+
+def dsize(d: Any) -> int:
+    return len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1
+
+
+def dmin(d: Any) -> int:
+    return min(d) if isinstance(d, frozenset) else d[0]
+
+
+def dmax(d: Any) -> int:
+    return max(d) if isinstance(d, frozenset) else d[1]
+
+
+def dcontains(d: Any, k: int) -> bool:
+    return k in d if isinstance(d, frozenset) else d[0] <= k <= d[1]
+
+
+def dclip(d: Any, lo: float, hi: float) -> Any:
+    """Domain restricted to lo <= k <= hi (bounds may be fractional or infinite)."""
+    if isinstance(d, frozenset):
+        if lo == -INF and hi == INF:
+            return d
+        return frozenset(k for k in d if lo <= k <= hi)
+    nlo = d[0] if lo == -INF else max(d[0], math.ceil(lo))
+    nhi = d[1] if hi == INF else min(d[1], math.floor(hi))
+    return dom_range(nlo, nhi)
+
+
+def dvalues(d: Any) -> list[int]:
+    if isinstance(d, frozenset):
+        return sorted(d)
+    return list(range(d[0], d[1] + 1))
+
+
+# ----------------------------------------------------------------------------------------------
+
+class Var:
+    """A solver variable: a record slot with a finite domain, an array length or a presence bit.
+
+    Internal values are ints: enum index (`values`), or units of `step` (integer/fixed/len)."""
+
+    __slots__ = ("id", "name", "path", "kind", "values", "step", "lo", "hi", "guard", "structural",
+                 "order", "scalar")
+
+    def __init__(self, id: int, name: str, path: tuple, kind: str, lo: int, hi: int, *,
+                 values: Optional[list] = None, step: Any = 1, structural: bool = False,
+                 order: tuple = (), scalar: Any = None) -> None:
+        self.id, self.name, self.path, self.kind = id, name, path, kind
+        self.values, self.step, self.lo, self.hi = values, step, lo, hi
+        self.guard: Optional[Node] = None
+        self.structural, self.order, self.scalar = structural, order, scalar
+
+    def value(self, k: int) -> Any:
+        """Internal value -> value in relation semantics (numbers exact, bools as 0/1)."""
+        if self.values is not None:
+            v = self.values[k]
+            return int(v) if self.kind == "bool" else v
+        return k * self.step
+
+    def __repr__(self) -> str:
+        return f"Var({self.name})"
+
+
+class Ctx:
+    """Propagation context: the domains being narrowed and the variables that changed."""
+
+    __slots__ = ("D", "changed")
+
+    def __init__(self, D: list) -> None:
+        self.D = D
+        self.changed: list[int] = []
+
+    def set(self, vid: int, d: Any) -> bool:
+        old = self.D[vid]
+        if dsize(d) == 0:
+            return False
+        if dsize(d) != dsize(old):
+            self.D[vid] = d
+            self.changed.append(vid)
+        return True
+
+
+def _as_bool(x: Any) -> tuple:
+    if isinstance(x, frozenset):
+        return (int(min(map(bool, x))), int(max(map(bool, x)))) if x else U
+    return x
+
+
+def _hull(a: tuple, b: tuple) -> tuple:
+    return (min(a[0], b[0]), max(a[1], b[1]))
+
+
+class Node:
+    kind = "num"  # 'num' | 'sym' | 'bool'
+    __slots__ = ("vars",)
+
+    def fwd(self, D: list) -> Any:
+        raise NotImplementedError
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        return True
+
+    def ev(self, A: list) -> Any:
+        raise NotImplementedError
+
+    def bwd_ne(self, C: Ctx, value: Any) -> bool:
+        """Narrow so the value differs from `value` (only variables can use this)."""
+        return True
+
+
+class Const(Node):
+    __slots__ = ("v", "kind")
+
+    def __init__(self, v: Any) -> None:
+        self.v = int(v) if isinstance(v, bool) else v
+        self.kind = "bool" if isinstance(v, bool) else ("num" if isinstance(v, (int, Fraction)) else "sym")
+        self.vars = frozenset()
+
+    def fwd(self, D: list) -> Any:
+        return (self.v, self.v) if self.kind != "sym" else frozenset([self.v])
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        if isinstance(target, frozenset):
+            return self.v in target
+        return target[0] <= self.v <= target[1]
+
+    def ev(self, A: list) -> Any:
+        return self.v
+
+
+class VarRef(Node):
+    __slots__ = ("var", "kind", "_numeric_table")
+
+    def __init__(self, var: Var) -> None:
+        self.var = var
+        self.vars = frozenset([var.id])
+        self.kind = var.kind
+        self._numeric_table = var.values is not None and var.kind == "num"
+
+    def fwd(self, D: list) -> Any:
+        d = D[self.var.id]
+        v = self.var
+        if v.values is None or v.kind == "bool":
+            if v.values is None and v.step != 1:
+                return (dmin(d) * v.step, dmax(d) * v.step)
+            return (dmin(d), dmax(d))
+        vals = [v.values[k] for k in d] if isinstance(d, frozenset) else [v.values[k] for k in range(d[0], d[1] + 1)]
+        if self._numeric_table:
+            return (min(vals), max(vals))
+        return frozenset(vals)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        v = self.var
+        d = C.D[v.id]
+        if isinstance(target, frozenset):
+            if v.values is not None and v.kind != "bool":
+                nd = frozenset(k for k in dvalues(d) if v.values[k] in target)
+            else:
+                nd = frozenset(k for k in dvalues(d) if v.value(k) in target) if dsize(d) <= EXPLICIT_LIMIT \
+                    else dclip(d, min(target, default=INF) / v.step, max(target, default=-INF) / v.step)
+            return C.set(v.id, nd)
+        lo, hi = target
+        if v.values is None or v.kind == "bool":
+            if v.values is None and v.step != 1:
+                lo, hi = lo / v.step, hi / v.step
+            return C.set(v.id, dclip(d, lo, hi))
+        return C.set(v.id, frozenset(k for k in dvalues(d) if lo <= v.values[k] <= hi))
+
+    def bwd_ne(self, C: Ctx, value: Any) -> bool:
+        v = self.var
+        d = C.D[v.id]
+        ks = [k for k in (d if isinstance(d, frozenset) else ()) if v.value(k) == value]
+        if not ks:
+            if isinstance(d, tuple):
+                if v.value(d[0]) == value:
+                    return C.set(v.id, dom_range(d[0] + 1, d[1]))
+                if v.value(d[1]) == value:
+                    return C.set(v.id, dom_range(d[0], d[1] - 1))
+            return True
+        return C.set(v.id, d - frozenset(ks))
+
+    def ev(self, A: list) -> Any:
+        return self.var.value(A[self.var.id])
+
+
+def _floordiv_iv(a: tuple, c: Any) -> tuple:
+    x, y = math.floor(a[0] / c), math.floor(a[1] / c)
+    return (min(x, y), max(x, y))
+
+
+class Arith(Node):
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op: str, a: Node, b: Node) -> None:
+        self.op, self.a, self.b = op, a, b
+        self.vars = a.vars | b.vars
+
+    def fwd(self, D: list) -> tuple:
+        a, b = self.a.fwd(D), self.b.fwd(D)
+        op = self.op
+        if op == "+":
+            return (a[0] + b[0], a[1] + b[1])
+        if op == "-":
+            return (a[0] - b[1], a[1] - b[0])
+        if op == "*":
+            ps = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+            return (min(ps), max(ps))
+        c = b[0]  # // and % take constant divisors (checked at grounding)
+        if op == "//":
+            return _floordiv_iv(a, c)
+        if a[0] == a[1]:
+            r = a[0] % c
+            return (r, r)
+        if math.floor(a[0] / c) == math.floor(a[1] / c):
+            k = math.floor(a[0] / c) * c
+            return (a[0] - k, a[1] - k)
+        return (0, c) if c > 0 else (c, 0)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        op = self.op
+        if op not in ("+", "-", "*"):
+            return True
+        a, b = self.a.fwd(C.D), self.b.fwd(C.D)
+        lo, hi = target
+        if op == "+":
+            return self.a.bwd(C, (lo - b[1], hi - b[0])) and self.b.bwd(C, (lo - a[1], hi - a[0]))
+        if op == "-":
+            return self.a.bwd(C, (lo + b[0], hi + b[1])) and self.b.bwd(C, (a[0] - hi, a[1] - lo))
+        # '*': narrow a factor when the other is a known non-zero constant
+        for x, y, xn in ((a, b, self.a), (b, a, self.b)):
+            if y[0] == y[1] and y[0] != 0:
+                c = y[0]
+                q = (lo / c, hi / c) if c > 0 else (hi / c, lo / c)
+                if not xn.bwd(C, q):
+                    return False
+        return True
+
+    def ev(self, A: list) -> Any:
+        x, y = self.a.ev(A), self.b.ev(A)
+        op = self.op
+        if op == "+":
+            r = x + y
+        elif op == "-":
+            r = x - y
+        elif op == "*":
+            r = x * y
+        elif op == "//":
+            r = math.floor(Fraction(x) / Fraction(y))
+        else:
+            r = x - math.floor(Fraction(x) / Fraction(y)) * y
+        return _norm(r)
+
+
+def _norm(r: Any) -> Any:
+    if isinstance(r, Fraction) and r.denominator == 1:
+        return int(r)
+    return r
+
+
+class Unary(Node):
+    """neg, abs, and round-to-multiple (`round(x, q)`, half up)."""
+
+    __slots__ = ("op", "a", "q")
+
+    def __init__(self, op: str, a: Node, q: Any = None) -> None:
+        self.op, self.a, self.q = op, a, q
+        self.vars = a.vars
+
+    def _f(self, x: Any) -> Any:
+        if self.op == "neg":
+            return -x
+        if self.op == "abs":
+            return abs(x)
+        return _norm(math.floor(Fraction(x) / self.q + Fraction(1, 2)) * self.q)
+
+    def fwd(self, D: list) -> tuple:
+        a = self.a.fwd(D)
+        if self.op == "neg":
+            return (-a[1], -a[0])
+        if self.op == "abs":
+            if a[0] >= 0:
+                return a
+            if a[1] <= 0:
+                return (-a[1], -a[0])
+            return (0, max(-a[0], a[1]))
+        return (self._f(a[0]), self._f(a[1]))
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        lo, hi = target
+        if self.op == "neg":
+            return self.a.bwd(C, (-hi, -lo))
+        if self.op == "abs":
+            return self.a.bwd(C, (-hi, hi))
+        # round half up: x in [lo - q/2, hi + q/2)
+        return self.a.bwd(C, (lo - self.q / 2, hi + self.q / 2))
+
+    def ev(self, A: list) -> Any:
+        return self._f(self.a.ev(A))
+
+
+def _sym(x: Any) -> Optional[frozenset]:
+    """A symbolic view of an abstract value (sets as is, singleton intervals as sets)."""
+    if isinstance(x, frozenset):
+        return x
+    if x[0] == x[1]:
+        return frozenset([x[0]])
+    return None
+
+
+_NEG = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+class Cmp(Node):
+    kind = "bool"
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op: str, a: Node, b: Node) -> None:
+        self.op, self.a, self.b = op, a, b
+        self.vars = a.vars | b.vars
+
+    def fwd(self, D: list) -> tuple:
+        return self._cmp(self.op, self.a.fwd(D), self.b.fwd(D))
+
+    @staticmethod
+    def _cmp(op: str, a: Any, b: Any) -> tuple:
+        if op in ("==", "!="):
+            if isinstance(a, frozenset) or isinstance(b, frozenset):
+                sa, sb = _sym(a), _sym(b)
+                if sa is None or sb is None:
+                    r = U
+                elif len(sa) == 1 and sa == sb:
+                    r = T
+                elif not (sa & sb):
+                    r = F
+                else:
+                    r = U
+            elif a[0] == a[1] == b[0] == b[1]:
+                r = T
+            elif a[1] < b[0] or b[1] < a[0]:
+                r = F
+            else:
+                r = U
+            return r if op == "==" else (1 - r[1], 1 - r[0])
+        if op in (">", ">="):
+            a, b = b, a
+            op = "<" if op == ">" else "<="
+        if op == "<":
+            return T if a[1] < b[0] else (F if a[0] >= b[1] else U)
+        return T if a[1] <= b[0] else (F if a[0] > b[1] else U)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        if target == U:
+            return True
+        op = self.op if target == T else _NEG[self.op]
+        a, b = self.a.fwd(C.D), self.b.fwd(C.D)
+        if op == "==":
+            return self.a.bwd(C, b) and self.b.bwd(C, self.a.fwd(C.D))
+        if op == "!=":
+            sa, sb = _sym(a), _sym(b)
+            if sb is not None and len(sb) == 1:
+                return self.a.bwd_ne(C, next(iter(sb)))
+            if sa is not None and len(sa) == 1:
+                return self.b.bwd_ne(C, next(iter(sa)))
+            return True
+        if isinstance(a, frozenset) or isinstance(b, frozenset):
+            return True
+        if op in (">", ">="):
+            a, b = b, a
+            x, y = self.b, self.a
+            op = "<" if op == ">" else "<="
+        else:
+            x, y = self.a, self.b
+        # x < y or x <= y (strictness is left to search: sound either way)
+        return x.bwd(C, (-INF, b[1])) and y.bwd(C, (a[0], INF))
+
+    def ev(self, A: list) -> Any:
+        x, y = self.a.ev(A), self.b.ev(A)
+        op = self.op
+        if op == "==":
+            return int(_eq(x, y))
+        if op == "!=":
+            return int(not _eq(x, y))
+        if isinstance(x, str) or isinstance(y, str) or x is None or y is None:
+            return 0
+        return int({"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op])
+
+
+def _eq(x: Any, y: Any) -> bool:
+    if isinstance(x, str) != isinstance(y, str) or (x is None) != (y is None):
+        return False
+    return x == y
+
+
+class And(Node):
+    kind = "bool"
+    __slots__ = ("args",)
+
+    def __init__(self, args: list[Node]) -> None:
+        self.args = args
+        self.vars = frozenset().union(*(a.vars for a in args)) if args else frozenset()
+
+    def fwd(self, D: list) -> tuple:
+        lo, hi = 1, 1
+        for a in self.args:
+            r = _as_bool(a.fwd(D))
+            if r == F:
+                return F
+            lo, hi = min(lo, r[0]), min(hi, r[1])
+        return (lo, hi)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        if target == T:
+            return all(a.bwd(C, T) for a in self.args)
+        if target == F:
+            unknown = []
+            for a in self.args:
+                r = _as_bool(a.fwd(C.D))
+                if r == F:
+                    return True
+                if r != T:
+                    unknown.append(a)
+            if not unknown:
+                return False
+            if len(unknown) == 1:
+                return unknown[0].bwd(C, F)
+        return True
+
+    def ev(self, A: list) -> Any:
+        return int(all(a.ev(A) for a in self.args))
+
+
+class Or(Node):
+    kind = "bool"
+    __slots__ = ("args",)
+
+    def __init__(self, args: list[Node]) -> None:
+        self.args = args
+        self.vars = frozenset().union(*(a.vars for a in args)) if args else frozenset()
+
+    def fwd(self, D: list) -> tuple:
+        lo, hi = 0, 0
+        for a in self.args:
+            r = _as_bool(a.fwd(D))
+            if r == T:
+                return T
+            lo, hi = max(lo, r[0]), max(hi, r[1])
+        return (lo, hi)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        if target == F:
+            return all(a.bwd(C, F) for a in self.args)
+        if target == T:
+            unknown = []
+            for a in self.args:
+                r = _as_bool(a.fwd(C.D))
+                if r == T:
+                    return True
+                if r != F:
+                    unknown.append(a)
+            if not unknown:
+                return False
+            if len(unknown) == 1:
+                return unknown[0].bwd(C, T)
+        return True
+
+    def ev(self, A: list) -> Any:
+        return int(any(a.ev(A) for a in self.args))
+
+
+class Not(Node):
+    kind = "bool"
+    __slots__ = ("a",)
+
+    def __init__(self, a: Node) -> None:
+        self.a = a
+        self.vars = a.vars
+
+    def fwd(self, D: list) -> tuple:
+        r = _as_bool(self.a.fwd(D))
+        return (1 - r[1], 1 - r[0])
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        return self.a.bwd(C, (1 - target[1], 1 - target[0]))
+
+    def ev(self, A: list) -> Any:
+        return int(not self.a.ev(A))
+
+
+def implies(a: Node, b: Node) -> Node:
+    return Or([Not(a), b])
+
+
+class If(Node):
+    """`a if c else b`: guarded terms of aggregates over items that may not exist."""
+
+    __slots__ = ("c", "a", "b", "kind")
+
+    def __init__(self, c: Node, a: Node, b: Node) -> None:
+        self.c, self.a, self.b = c, a, b
+        self.kind = a.kind
+        self.vars = c.vars | a.vars | b.vars
+
+    def fwd(self, D: list) -> Any:
+        c = _as_bool(self.c.fwd(D))
+        if c == T:
+            return self.a.fwd(D)
+        if c == F:
+            return self.b.fwd(D)
+        x, y = self.a.fwd(D), self.b.fwd(D)
+        if isinstance(x, frozenset) or isinstance(y, frozenset):
+            return (_sym(x) or frozenset()) | (_sym(y) or frozenset())
+        return _hull(x, y)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        c = _as_bool(self.c.fwd(C.D))
+        if c == T:
+            return self.a.bwd(C, target)
+        if c == F:
+            return self.b.bwd(C, target)
+        # if one branch cannot meet the target, the condition must pick the other
+        for branch, val in ((self.a, F), (self.b, T)):
+            x = branch.fwd(C.D)
+            if isinstance(x, frozenset) or isinstance(target, frozenset):
+                sx = _sym(x)
+                st = target if isinstance(target, frozenset) else _sym(target)
+                miss = sx is not None and st is not None and not (sx & st)
+            else:
+                miss = x[1] < target[0] or x[0] > target[1]
+            if miss:
+                return self.c.bwd(C, val)
+        return True
+
+    def ev(self, A: list) -> Any:
+        return self.a.ev(A) if self.c.ev(A) else self.b.ev(A)
+
+
+def _consistent(value: Any, ab: Any) -> bool:
+    if isinstance(ab, frozenset):
+        return value in ab
+    if isinstance(value, (str, type(None))) or isinstance(value, bool):
+        return False
+    return ab[0] <= value <= ab[1]
+
+
+class Member(Node):
+    """(a, b, ...) in TABLE: membership of a tuple of values in a set of allowed rows."""
+
+    kind = "bool"
+    __slots__ = ("elems", "rows", "rowset")
+
+    def __init__(self, elems: list[Node], rows: list[tuple]) -> None:
+        self.elems, self.rows = elems, rows
+        self.rowset = frozenset(rows)
+        self.vars = frozenset().union(*(e.vars for e in elems))
+
+    def _live(self, D: list) -> tuple[list, list]:
+        abs_ = [e.fwd(D) for e in self.elems]
+        live = [r for r in self.rows if all(_consistent(v, a) for v, a in zip(r, abs_))]
+        return abs_, live
+
+    def fwd(self, D: list) -> tuple:
+        abs_, live = self._live(D)
+        if not live:
+            return F
+        if all(_sym(a) is not None and len(_sym(a)) == 1 for a in abs_) and len(live) >= 1:
+            return T
+        return U
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        if target != T:
+            if target == F:
+                abs_ = [e.fwd(C.D) for e in self.elems]
+                known = [next(iter(_sym(a))) if _sym(a) is not None and len(_sym(a)) == 1 else None for a in abs_]
+                unknown = [i for i, k in enumerate(known) if k is None]
+                if len(unknown) == 1:  # all but one fixed: remove the completions that are rows
+                    i = unknown[0]
+                    for r in self.rows:
+                        if all(r[j] == known[j] for j in range(len(r)) if j != i):
+                            if not self.elems[i].bwd_ne(C, r[i]):
+                                return False
+            return True
+        _, live = self._live(C.D)
+        if not live:
+            return False
+        for i, e in enumerate(self.elems):
+            if not e.bwd(C, frozenset(r[i] for r in live)):
+                return False
+        return True
+
+    def ev(self, A: list) -> Any:
+        return int(tuple(e.ev(A) for e in self.elems) in self.rowset)
+
+
+class Lookup(Node):
+    """table[key]: a value looked up by a field; a key missing from the table has no value."""
+
+    __slots__ = ("table", "key", "kind")
+
+    def __init__(self, table: dict, key: Node, kind: str) -> None:
+        self.table, self.key, self.kind = table, key, kind
+        self.vars = key.vars
+
+    def _keys(self, D: list) -> list:
+        k = self.key.fwd(D)
+        return [key for key in self.table if _consistent(key, k)]
+
+    def fwd(self, D: list) -> Any:
+        vals = [self.table[k] for k in self._keys(D)]
+        if not vals:
+            return frozenset() if self.kind == "sym" else (INF, -INF)
+        if self.kind == "sym":
+            return frozenset(vals)
+        return (min(vals), max(vals))
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        keys = [k for k in self._keys(C.D) if _consistent(self.table[k], target)]
+        if not keys:
+            return False
+        return self.key.bwd(C, frozenset(keys))
+
+    def ev(self, A: list) -> Any:
+        k = self.key.ev(A)
+        if k not in self.table:
+            return None
+        return self.table[k]
+
+
+class Select(Node):
+    """options[index]: the item picked by a variable index (last item of a variable array)."""
+
+    __slots__ = ("index", "options", "kind")
+
+    def __init__(self, index: Node, options: dict[int, Node]) -> None:
+        self.index, self.options = index, options
+        self.kind = next(iter(options.values())).kind
+        self.vars = index.vars.union(*(o.vars for o in options.values()))
+
+    def _live(self, D: list) -> list[int]:
+        iv = self.index.fwd(D)
+        return [k for k in self.options if iv[0] <= k <= iv[1]]
+
+    def fwd(self, D: list) -> Any:
+        vals = [self.options[k].fwd(D) for k in self._live(D)]
+        if not vals:
+            return frozenset() if self.kind == "sym" else (INF, -INF)
+        if self.kind == "sym":
+            return frozenset().union(*[_sym(v) or frozenset() for v in vals])
+        return (min(v[0] for v in vals), max(v[1] for v in vals))
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        live = self._live(C.D)
+        ok = []
+        for k in live:
+            x = self.options[k].fwd(C.D)
+            if isinstance(x, frozenset) or isinstance(target, frozenset):
+                sx, st = _sym(x), (target if isinstance(target, frozenset) else _sym(target))
+                if sx is None or st is None or (sx & st):
+                    ok.append(k)
+            elif not (x[1] < target[0] or x[0] > target[1]):
+                ok.append(k)
+        if not ok:
+            return False
+        if not self.index.bwd(C, frozenset(ok)):
+            return False
+        if len(ok) == 1:
+            return self.options[ok[0]].bwd(C, target)
+        return True
+
+    def ev(self, A: list) -> Any:
+        return self.options[self.index.ev(A)].ev(A)
+
+
+class MinMax(Node):
+    """min/max over guarded items; with no item present the value is None (relation false)."""
+
+    __slots__ = ("is_max", "items", "kind")
+
+    def __init__(self, is_max: bool, items: list[tuple[Optional[Node], Node]]) -> None:
+        self.is_max, self.items = is_max, items
+        self.kind = "num"
+        vs = frozenset()
+        for g, n in items:
+            vs |= n.vars | (g.vars if g is not None else frozenset())
+        self.vars = vs
+
+    def fwd(self, D: list) -> tuple:
+        sure, maybe = [], []
+        for g, n in self.items:
+            r = T if g is None else _as_bool(g.fwd(D))
+            if r == F:
+                continue
+            (sure if r == T else maybe).append(n.fwd(D))
+        allv = sure + maybe
+        if not allv:
+            return (INF, -INF)
+        if self.is_max:
+            lo = max(v[0] for v in sure) if sure else min(v[0] for v in allv)
+            return (lo, max(v[1] for v in allv))
+        hi = min(v[1] for v in sure) if sure else max(v[1] for v in allv)
+        return (min(v[0] for v in allv), hi)
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        lo, hi = target
+        for g, n in self.items:  # max <= hi bounds every present item (min >= lo likewise)
+            if g is None or _as_bool(g.fwd(C.D)) == T:
+                if not n.bwd(C, (-INF, hi) if self.is_max else (lo, INF)):
+                    return False
+        return True
+
+    def ev(self, A: list) -> Any:
+        vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
+        if not vals:
+            return None
+        return max(vals) if self.is_max else min(vals)
+
+
+class AllDiff(Node):
+    """all_different over guarded items (absent items are ignored)."""
+
+    kind = "bool"
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[tuple[Optional[Node], Node]]) -> None:
+        self.items = items
+        vs = frozenset()
+        for g, n in items:
+            vs |= n.vars | (g.vars if g is not None else frozenset())
+        self.vars = vs
+
+    def _present(self, D: list) -> tuple[list, bool]:
+        out, undecided = [], False
+        for g, n in self.items:
+            r = T if g is None else _as_bool(g.fwd(D))
+            if r == T:
+                out.append(n)
+            elif r == U:
+                undecided = True
+        return out, undecided
+
+    def fwd(self, D: list) -> tuple:
+        nodes, undecided = self._present(D)
+        seen = set()
+        fixed = True
+        for n in nodes:
+            s = _sym(n.fwd(D))
+            if s is not None and len(s) == 1:
+                v = next(iter(s))
+                if v in seen:
+                    return F
+                seen.add(v)
+            else:
+                fixed = False
+        return T if fixed and not undecided else U
+
+    def bwd(self, C: Ctx, target: Any) -> bool:
+        if target != T:
+            return True
+        nodes, _ = self._present(C.D)
+        changed = True
+        while changed:
+            changed = False
+            fixed = []
+            for n in nodes:
+                s = _sym(n.fwd(C.D))
+                if s is not None and len(s) == 1:
+                    fixed.append((n, next(iter(s))))
+            seen: dict = {}
+            for n, v in fixed:
+                if v in seen:
+                    return False
+                seen[v] = n
+            for n in nodes:
+                for v, owner in seen.items():
+                    if owner is not n:
+                        before = len(C.changed)
+                        if not n.bwd_ne(C, v):
+                            return False
+                        if len(C.changed) != before:
+                            changed = True
+        # pigeonhole: the items need at least as many distinct values as there are items
+        union: set = set()
+        for n in nodes:
+            s = _sym(n.fwd(C.D))
+            if s is None:
+                return True
+            union |= s
+        return len(union) >= len(nodes)
+
+    def ev(self, A: list) -> Any:
+        vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
+        return int(len(vals) == len(set(vals)))
+
+
+def conj(nodes: Iterable[Node]) -> Optional[Node]:
+    ns = list(nodes)
+    if not ns:
+        return None
+    return ns[0] if len(ns) == 1 else And(ns)

@@ -1,0 +1,274 @@
+"""Exact feasibility over the factor graph: propagation plus complete search, with budgets.
+
+A `State` is the set of records still reachable after some decisions (slot values, array
+lengths). It keeps a witness (one complete valid record) so that following the witness costs no
+search; any other question is answered by propagation plus depth-first search, which is complete,
+so answers are exact: no value is kept that no valid record has, none is dropped that one has.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from factorspec.errors import BudgetExceeded
+from factorspec.graph import nodes as N
+from factorspec.graph.ground import Factor
+
+
+@dataclass
+class Budget:
+    """Explicit limits of one question to the solver (search nodes and wall time)."""
+
+    nodes: int = 200_000
+    seconds: float = 30.0
+    revisions: int = 2_000_000  # propagation steps per question; past it propagation just stops
+
+
+@dataclass
+class Stats:
+    searches: int = 0
+    nodes: int = 0
+    witness_hits: int = 0
+
+
+class Problem:
+    """Variables and factors with their watch lists."""
+
+    def __init__(self, vars: list[N.Var], factors: list[Factor]) -> None:
+        self.vars = vars
+        self.factors = factors
+        self.watch: list[list[int]] = [[] for _ in vars]
+        for ci, f in enumerate(factors):
+            for vid in f.node.vars:
+                self.watch[vid].append(ci)
+        guard_watch: list[list[int]] = [[] for _ in vars]
+        for v in vars:
+            if v.guard is not None:
+                for g in v.guard.vars:
+                    guard_watch[g].append(v.id)
+        self.guard_watch = guard_watch
+        # branch on structure (lengths, presence) first, then slots in document order
+        self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
+        self.stats = Stats()
+
+    def initial_domains(self) -> list:
+        return [N.dom_range(v.lo, v.hi) for v in self.vars]
+
+
+class _Search:
+    def __init__(self, problem: Problem, budget: Budget) -> None:
+        self.p = problem
+        self.budget = budget
+        self.nodes = 0
+        self.revisions = 0
+        self.deadline = time.monotonic() + budget.seconds
+
+    def _tick(self) -> None:
+        self.nodes += 1
+        self.p.stats.nodes += 1
+        if self.nodes > self.budget.nodes:
+            raise BudgetExceeded("search nodes", self.budget.nodes, self.nodes)
+        if (self.nodes & 255) == 0 and time.monotonic() > self.deadline:
+            raise BudgetExceeded("seconds", self.budget.seconds, round(time.monotonic() - self.deadline + self.budget.seconds, 3))
+
+    def propagate(self, D: list, changed: Optional[Iterable[int]] = None) -> bool:
+        """Narrow D in place to a fixpoint (or until the revision budget); False if infeasible."""
+        p = self.p
+        if changed is None:
+            queue = list(range(len(p.factors)))
+        else:
+            queue = sorted({ci for v in changed for ci in p.watch[v]})
+        inq = set(queue)
+        ctx = N.Ctx(D)
+        while queue:
+            ci = queue.pop()
+            inq.discard(ci)
+            node = p.factors[ci].node
+            r = N._as_bool(node.fwd(D))
+            if r == N.F:
+                return False
+            if r == N.T:
+                continue
+            ctx.changed = []
+            if not node.bwd(ctx, N.T):
+                return False
+            self.revisions += 1
+            if self.revisions > self.budget.revisions:
+                return True  # stop narrowing; search still decides exactly
+            for v in ctx.changed:
+                for cj in p.watch[v]:
+                    if cj != ci and cj not in inq:
+                        inq.add(cj)
+                        queue.append(cj)
+        return True
+
+    def _pick(self, D: list) -> Optional[int]:
+        best, best_size = None, None
+        for vid in self.p.branch_order:
+            s = N.dsize(D[vid])
+            if s <= 1:
+                continue
+            v = self.p.vars[vid]
+            if v.guard is not None and N._as_bool(v.guard.fwd(D)) == N.F:
+                D[vid] = frozenset([N.dmin(D[vid])])  # absent slot: its value does not matter
+                continue
+            if v.structural:
+                return vid
+            if best_size is None or s < best_size:
+                best, best_size = vid, s
+                if s == 2:
+                    break
+        return best
+
+    def _exact(self, D: list) -> bool:
+        A = [N.dmin(d) for d in D]
+        return all(f.node.ev(A) for f in self.p.factors)
+
+    def _branches(self, d: Any) -> list:
+        if isinstance(d, frozenset):
+            return [frozenset([k]) for k in sorted(d)]
+        mid = (d[0] + d[1]) // 2
+        return [N.dom_range(d[0], mid), N.dom_range(mid + 1, d[1])]
+
+    def solve(self, D: list, changed: Optional[Iterable[int]] = None) -> Optional[list]:
+        """One solution (a list of internal values) extending D, or None."""
+        self.p.stats.searches += 1
+        return self._dfs(list(D), changed)
+
+    def _dfs(self, D: list, changed: Optional[Iterable[int]]) -> Optional[list]:
+        self._tick()
+        if not self.propagate(D, changed):
+            return None
+        vid = self._pick(D)
+        if vid is None:
+            return [N.dmin(d) for d in D] if self._exact(D) else None
+        for b in self._branches(D[vid]):
+            D2 = list(D)
+            D2[vid] = b
+            sol = self._dfs(D2, [vid])
+            if sol is not None:
+                return sol
+        return None
+
+    def count(self, D: list, limit: int, on_solution: Optional[Callable[[list], None]] = None) -> int:
+        self.p.stats.searches += 1
+        return self._count(list(D), None, limit, on_solution)
+
+    def _count(self, D: list, changed: Optional[Iterable[int]], limit: int,
+               on_solution: Optional[Callable[[list], None]]) -> int:
+        self._tick()
+        if not self.propagate(D, changed):
+            return 0
+        vid = self._pick(D)
+        if vid is None:
+            if not self._exact(D):
+                return 0
+            if on_solution:
+                on_solution([N.dmin(d) for d in D])
+            return 1
+        total = 0
+        for b in self._branches(D[vid]):
+            D2 = list(D)
+            D2[vid] = b
+            total += self._count(D2, [vid], limit - total, on_solution)
+            if total >= limit:
+                break
+        return total
+
+
+class State:
+    """The records still reachable after some decisions; immutable, answers are memoised."""
+
+    __slots__ = ("problem", "D", "witness", "budget", "_memo")
+
+    def __init__(self, problem: Problem, D: list, witness: list, budget: Budget) -> None:
+        self.problem, self.D, self.witness, self.budget = problem, D, witness, budget
+        self._memo: dict = {}
+
+    @classmethod
+    def root(cls, problem: Problem, budget: Budget = Budget()) -> Optional["State"]:
+        s = _Search(problem, budget)
+        D = problem.initial_domains()
+        if not s.propagate(D):
+            return None
+        sol = s.solve(D)
+        if sol is None:
+            return None
+        return cls(problem, D, sol, budget)
+
+    def _restrict(self, vid: int, allowed: Any) -> Optional[list]:
+        d = self.D[vid]
+        if isinstance(allowed, tuple):
+            nd = N.dclip(d, allowed[0], allowed[1])
+        else:
+            nd = frozenset(k for k in allowed if N.dcontains(d, k))
+        if N.dsize(nd) == 0:
+            return None
+        D2 = list(self.D)
+        D2[vid] = nd
+        return D2
+
+    def exists(self, vid: int, allowed: Any) -> bool:
+        """Is there a valid record with var `vid` in `allowed` (a set of ints or (lo, hi))?"""
+        return self.narrow(vid, allowed) is not None
+
+    def narrow(self, vid: int, allowed: Any) -> Optional["State"]:
+        """The state after deciding var `vid` in `allowed`; None if no valid record remains."""
+        key = (vid, allowed if isinstance(allowed, tuple) else frozenset(allowed))
+        if key in self._memo:
+            return self._memo[key]
+        D2 = self._restrict(vid, allowed)
+        out = None
+        if D2 is not None:
+            w = self.witness[vid]
+            s = _Search(self.problem, self.budget)
+            if N.dcontains(D2[vid], w):
+                self.problem.stats.witness_hits += 1
+                if s.propagate(D2, [vid]):
+                    out = State(self.problem, D2, self.witness, self.budget)
+            elif s.propagate(D2, [vid]):
+                sol = s.solve(D2)
+                if sol is not None:
+                    out = State(self.problem, D2, sol, self.budget)
+        self._memo[key] = out
+        return out
+
+    def assign(self, vid: int, k: int) -> Optional["State"]:
+        return self.narrow(vid, frozenset([k]))
+
+    def feasible_values(self, vid: int, limit: int = N.EXPLICIT_LIMIT) -> list[int]:
+        """Exactly the values of var `vid` that some valid record extending this state has."""
+        key = ("values", vid)
+        if key in self._memo:
+            return self._memo[key]
+        d = self.D[vid]
+        if N.dsize(d) > limit:
+            raise BudgetExceeded(f"domain size of {self.problem.vars[vid].name}", limit, N.dsize(d))
+        out = [k for k in N.dvalues(d) if self.assign(vid, k) is not None]
+        self._memo[key] = out
+        return out
+
+    def value_bounds(self, vid: int) -> tuple[int, int]:
+        """Smallest and largest feasible value of var `vid` (by bisection over its domain)."""
+        d = self.D[vid]
+        lo, hi = N.dmin(d), N.dmax(d)
+        a, b = lo, hi
+        while a < b:  # smallest feasible
+            mid = (a + b) // 2
+            if self.exists(vid, (a, mid)):
+                b = mid
+            else:
+                a = mid + 1
+        first = a
+        a, b = first, hi
+        while a < b:
+            mid = (a + b + 1) // 2
+            if self.exists(vid, (mid, b)):
+                a = mid
+            else:
+                b = mid - 1
+        return first, a
+
+    def count(self, limit: int = 10**9, on_solution: Optional[Callable[[list], None]] = None) -> int:
+        return _Search(self.problem, self.budget).count(self.D, limit, on_solution)

@@ -1,0 +1,213 @@
+"""A compiled spec: the record layout, the factor graph, and the questions asked of it."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+from factorspec.errors import FactorSpecError, SpecError, Unsatisfiable
+from factorspec.graph import nodes as N
+from factorspec.graph.ground import Factor, Grounder, Relation, load_relations
+from factorspec.graph.schema import (EXTENSION_KEY, Arr, Node, Obj, Scalar, TextStyle, canonical_text,
+                                     compile_schema, path_text, schema_violations)
+from factorspec.graph.solver import Budget, Problem, State
+
+
+@dataclass
+class Violation:
+    """One way a record breaks its spec."""
+
+    relation: str  # relation name, or "schema"
+    text: str  # the relation as written (or the schema message)
+    bindings: dict
+    values: dict  # path text -> value in the record
+
+    def __str__(self) -> str:
+        b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
+        vals = ", ".join(f"{k}={json.dumps(_jsonable(v), ensure_ascii=False)}" for k, v in self.values.items())
+        head = f"{self.relation}" + (f" [{b}]" if b else "")
+        return f"{head}: {self.text}" + (f"  ({vals})" if vals else "")
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Fraction):
+        return float(v)
+    return v
+
+
+class CompiledSpec:
+    """Schema template + grounded factor graph of one spec document."""
+
+    def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> None:
+        if not isinstance(doc, dict):
+            raise SpecError("", "a spec must be a JSON object")
+        self.doc = doc
+        self.style = style
+        self.budget = budget or Budget()
+        self.template: Node = compile_schema(doc)
+        self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
+        if self.relations and not isinstance(self.template, Obj):
+            raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
+        g = Grounder(self.template, self.tables, self.relations)
+        g.ground_all()
+        self.grounder = g
+        self.vars = g.vars
+        self.factors = g.factors
+        self.var_of, self.len_var_of, self.present_var_of = g.var_of, g.len_var_of, g.present_var_of
+        self.problem = Problem(self.vars, self.factors)
+        self._root: Optional[State] = None
+        self._root_done = False
+
+    # -- feasibility ------------------------------------------------------------------------------
+    def root(self) -> State:
+        """The state before any decision; raises Unsatisfiable (naming relations) if none exists."""
+        if not self._root_done:
+            self._root = State.root(self.problem, self.budget)
+            self._root_done = True
+        if self._root is None:
+            core = self.unsat_core()
+            raise Unsatisfiable("no record satisfies the spec; conflicting relations: " + ", ".join(core), core)
+        return self._root
+
+    def unsat_core(self) -> list[str]:
+        """A minimal set of relation names that together admit no record (deletion filter)."""
+        names = [r.name for r in self.relations]
+        by_rel: dict[str, list[int]] = {}
+        for i, f in enumerate(self.factors):
+            by_rel.setdefault(f.relation.name, []).append(i)
+
+        def sat(keep: list[str]) -> bool:
+            idx = sorted(i for n in keep for i in by_rel.get(n, []))
+            p = Problem(self.vars, [self.factors[i] for i in idx])
+            return State.root(p, self.budget) is not None
+
+        if sat([]):
+            core = list(names)
+            for n in list(names):
+                trial = [m for m in core if m != n]
+                if not sat(trial):
+                    core = trial
+            return core
+        return ["(the schema's own bounds)"]
+
+    def solve(self) -> dict:
+        """One valid record (its constrained part; free text is filled minimally)."""
+        st = self.root()
+        return self.record_from_assignment(st.witness)
+
+    def count(self, limit: int = 10**9) -> int:
+        """Number of valid assignments of the constrained slots (free text not counted)."""
+        return self.root().count(limit)
+
+    # -- records ----------------------------------------------------------------------------------
+    def record_from_assignment(self, A: list) -> dict:
+        """Build a record from an assignment; unconstrained slots get their smallest values."""
+        lens = {p: A[v.id] for p, v in self.len_var_of.items()}
+        present = {p: A[v.id] for p, v in self.present_var_of.items()}
+        return self._build(self.template, (), A, lens, present)
+
+    def _build(self, node: Node, path: tuple, A: list, lens: dict, present: dict) -> Any:
+        if isinstance(node, Obj):
+            out = {}
+            for f in node.fields:
+                p = path + (f.key,)
+                if not f.required and not present.get(p, 0):
+                    continue
+                out[f.key] = self._build(f.node, p, A, lens, present)
+            return out
+        if isinstance(node, Arr):
+            n = lens.get(path, node.min_items)
+            return [self._build(node.item, path + (k,), A, lens, present) for k in range(n)]
+        v = self.var_of.get(path)
+        if v is not None:
+            return node.decode(A[v.id])
+        return _minimal(node)
+
+    def assignment_of(self, record: Any) -> tuple[Optional[list], list[Violation]]:
+        """Internal assignment of a record (schema-valid), or the schema violations."""
+        sv = schema_violations(self.template, record)
+        if sv:
+            return None, [Violation("schema", msg, {}, {path_text(p): _get(record, p)}) for p, msg in sv]
+        A = [v.lo for v in self.vars]
+        for path, v in self.len_var_of.items():
+            x = _get(record, path)
+            A[v.id] = len(x) if isinstance(x, list) else 0
+        for path, v in self.present_var_of.items():
+            A[v.id] = int(_has(record, path))
+        for path, v in self.var_of.items():
+            if _has(record, path):
+                k = v.scalar.encode(_get(record, path)) if v.scalar is not None else None
+                if k is None:
+                    return None, [Violation("schema", "value outside the schema", {}, {path_text(path): _get(record, path)})]
+                if v.kind == "bool":
+                    k = int(_get(record, path))
+                A[v.id] = k
+        return A, []
+
+    def check(self, record: Any) -> list[Violation]:
+        """Every violated relation instance (with the paths and values it involves)."""
+        A, bad = self.assignment_of(record)
+        if A is None:
+            return bad
+        out = []
+        for f in self.factors:
+            try:
+                ok = f.node.ev(A)
+            except (TypeError, ZeroDivisionError):
+                ok = False
+            if not ok:
+                vals = {v.name: _get(record, v.path) for v in f.slots if _has(record, v.path)}
+                out.append(Violation(f.relation.name, f.relation.text, f.bindings, vals))
+        return out
+
+    def canonical_text(self, record: Any) -> str:
+        return canonical_text(self.template, record, self.style)
+
+
+def _minimal(node: Node) -> Any:
+    if isinstance(node, Obj):
+        return {f.key: _minimal(f.node) for f in node.fields if f.required}
+    if isinstance(node, Arr):
+        return [_minimal(node.item) for _ in range(node.min_items)]
+    s: Scalar = node
+    if s.kind == "enum":
+        return s.values[0]
+    if s.kind == "string":
+        return "a" * s.min_len
+    if s.kind == "number":
+        return 0
+    lo = s.lo if s.lo is not None else (min(0, s.hi) if s.hi is not None else 0)
+    return s.decode(lo)
+
+
+def _has(record: Any, path: tuple) -> bool:
+    x = record
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(x, list) or p >= len(x):
+                return False
+        elif not isinstance(x, dict) or p not in x:
+            return False
+        x = x[p]
+    return True
+
+
+def _get(record: Any, path: tuple) -> Any:
+    x = record
+    for p in path:
+        try:
+            x = x[p]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return x
+
+
+def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> CompiledSpec:
+    """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`."""
+    if isinstance(doc, (str, bytes)):
+        try:
+            doc = json.loads(doc)
+        except json.JSONDecodeError as e:
+            raise SpecError("", f"spec is not valid JSON: {e}") from None
+    return CompiledSpec(doc, budget, style)
