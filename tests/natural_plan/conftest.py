@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
+from factorspec.data import natural_plan_file
 from factorspec.natural_plan import TripProblem, parse_instance
 
 REPO = Path(__file__).resolve().parents[2]
-_CANDIDATES = [
-    os.environ.get("FACTORSPEC_NATURAL_PLAN_DATA", ""),
-    "/work/shared/data/natural_plan/trip_planning_100.json",
-    str(REPO / "shared" / "data" / "natural_plan" / "trip_planning_100.json"),
-]
+
+
+def _candidates() -> list[str]:
+    return [os.environ.get("FACTORSPEC_NATURAL_PLAN_DATA", ""), str(natural_plan_file())]
 
 
 def data_path() -> Path | None:
-    for c in _CANDIDATES:
+    for c in _candidates():
         if c and Path(c).is_file():
             return Path(c)
     return None
@@ -29,7 +29,7 @@ def data_path() -> Path | None:
 def data_file() -> Path:
     p = data_path()
     if p is None:
-        pytest.skip("NATURAL PLAN data file not found (set FACTORSPEC_NATURAL_PLAN_DATA)")
+        pytest.skip("NATURAL PLAN data file not found (set FACTORSPEC_SHARED_DATA or FACTORSPEC_NATURAL_PLAN_DATA)")
     return p
 
 
