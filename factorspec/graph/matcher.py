@@ -1,0 +1,260 @@
+"""Per-request token matcher: exact masks and certain drafts over a spec and a vocabulary.
+
+Mask rule, at each position:
+- Text that the constraints determine (syntax and relation-forced values alike) is written in one
+  canonical tokenization: the tokenizer's own encoding of the forced text. Every token of that
+  run except the last is the only allowed token at its position (the last one may merge with the
+  next free choice, so it is left to the boundary).
+- At a boundary every token whose bytes keep the text a prefix of some valid record is allowed.
+- Once the record is complete, exactly the stop tokens are allowed.
+Drafts are the tokens that this rule makes the only choice, so greedy decoding with drafts yields
+exactly the tokens of greedy masked decoding without them.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from factorspec.engine.interface import DraftTree
+from factorspec.graph.spec import CompiledSpec
+from factorspec.graph.textstate import TextMachine
+from factorspec.graph.vocab import TOKEN_END, TokenVocab
+
+
+class Matcher:
+    """Implements `factorspec.engine.interface.RequestConstraint` for one request."""
+
+    def __init__(self, machine: TextMachine, vocab: TokenVocab) -> None:
+        self.m = machine
+        self.vocab = vocab
+        self.configs = machine.initial()
+        self.plan: Optional[tuple] = None  # remaining forced tokens; None = not computed here
+        self.terminated = False
+        self.text = bytearray()
+        self._history: list[tuple] = []
+        self._mask: Optional[np.ndarray] = None
+
+    @classmethod
+    def for_spec(cls, spec: CompiledSpec, vocab: TokenVocab) -> "Matcher":
+        return cls(TextMachine(spec), vocab)
+
+    # -- state ------------------------------------------------------------------------------------
+    def _snapshot(self) -> tuple:
+        return (self.configs, self.plan, self.terminated, len(self.text), self._mask)
+
+    def _restore(self, snap: tuple) -> None:
+        self.configs, self.plan, self.terminated, n, self._mask = snap
+        del self.text[n:]
+
+    def _plan_here(self) -> tuple:
+        if self.plan is not None:
+            return self.plan
+        forced, _after, complete = self.m.forced_text(self.configs)
+        plan: tuple = ()
+        if forced:
+            toks = self.vocab.encode(forced)
+            if toks:
+                plan = tuple(toks) if complete else tuple(toks[:-1])
+        self.plan = plan
+        return plan
+
+    # -- RequestConstraint ------------------------------------------------------------------------
+    def is_terminated(self) -> bool:
+        return self.terminated
+
+    def accept_token(self, token: int) -> bool:
+        if self.terminated:
+            return False
+        plan = self._plan_here()
+        snap = self._snapshot()
+        if token in self.vocab.stop_ids:
+            if plan or not self.m.is_final(self.configs):
+                return False
+            self._history.append(snap)
+            self.terminated = True
+            self._mask = None
+            return True
+        if plan:
+            if token != plan[0]:
+                return False
+            new_plan: Optional[tuple] = plan[1:] or None
+        else:
+            new_plan = None
+        if not 0 <= token < len(self.vocab.token_bytes):
+            return False
+        data = self.vocab.token_bytes[token]
+        if not data:
+            return False
+        cfg = self.configs
+        for b in data:
+            cfg = self.m.step(cfg, b)
+            if not cfg:
+                return False
+        self._history.append(snap)
+        self.configs = cfg
+        self.plan = new_plan
+        self.text += data
+        self._mask = None
+        return True
+
+    def validate_tokens(self, tokens: Sequence[int]) -> int:
+        n = 0
+        for t in tokens:
+            if not self.accept_token(t):
+                break
+            n += 1
+        self.rollback(n)
+        return n
+
+    def rollback(self, num_tokens: int) -> None:
+        if num_tokens > len(self._history):
+            raise ValueError(f"cannot roll back {num_tokens} tokens, only {len(self._history)} accepted")
+        for _ in range(num_tokens):
+            self._restore(self._history.pop())
+
+    def num_accepted(self) -> int:
+        return len(self._history)
+
+    # -- masks ------------------------------------------------------------------------------------
+    def next_token_mask(self) -> np.ndarray:
+        """The bitmask row (int32 words, xgrammar layout) of the next position."""
+        if self._mask is not None:
+            return self._mask
+        v = self.vocab
+        if self.terminated:
+            mask = v.mask_from_ids(v.stop_ids)
+        else:
+            plan = self._plan_here()
+            if plan:
+                mask = v.mask_from_ids([plan[0]])
+            else:
+                mask = self._boundary_mask()
+        self._mask = mask
+        return mask
+
+    def allowed_tokens(self) -> np.ndarray:
+        from factorspec.graph.vocab import unpack_mask
+        return unpack_mask(self.next_token_mask(), self.vocab.vocab_size)
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
+        row = self.next_token_mask()
+        if isinstance(bitmask, np.ndarray):
+            bitmask[index, :] = 0
+            bitmask[index, : len(row)] = row[: bitmask.shape[1]]
+            return
+        import torch  # engines pass torch tensors; the core does not need torch otherwise
+
+        bitmask[index].zero_()
+        w = min(len(row), bitmask.shape[1])
+        bitmask[index, :w] = torch.from_numpy(row[:w]).to(bitmask.device)
+
+    def _boundary_mask(self) -> np.ndarray:
+        v, m = self.vocab, self.m
+        cfgs = self.configs
+        ids: list[int] = []
+        if m.is_final(cfgs):
+            ids.extend(v.stop_ids)
+        plain = None
+        if len(cfgs) == 1:
+            (stack, _sol), = cfgs
+            if stack and stack[-1][0] == "T" and stack[-1][3] == 0 and stack[-1][4] == 0:
+                node = m.node_at(stack[-1][1])
+                room = None if node.max_len is None else node.max_len - stack[-1][2]
+                if room is None or room > 0:
+                    plain = v.plain_mask(room)
+        trie = v.special_trie if plain is not None else v.trie
+        self._dfs(trie, cfgs, ids)
+        mask = v.mask_from_ids(ids)
+        if plain is not None:
+            mask = mask | plain
+        return mask
+
+    def _dfs(self, trie: dict, cfgs: frozenset, out: list[int]) -> None:
+        m = self.m
+        stack = [(trie, cfgs)]
+        while stack:
+            node, cf = stack.pop()
+            nb = m.next_bytes(cf, limit=24)
+            keys = [b for b in nb if b in node] if nb is not None else [b for b in node if b != TOKEN_END]
+            for b in keys:
+                if b < 0:
+                    continue
+                nc = m.step(cf, b)
+                if not nc:
+                    continue
+                child = node[b]
+                ids = child.get(TOKEN_END)
+                if ids:
+                    out.extend(ids)
+                if len(child) > (1 if ids else 0):
+                    stack.append((child, nc))
+
+    # -- drafts -----------------------------------------------------------------------------------
+    def certain_run(self, max_tokens: int) -> list[int]:
+        """Tokens that are the only allowed choice, one after another, from here (not applied)."""
+        out: list[int] = []
+        while len(out) < max_tokens and not self.terminated:
+            plan = self._plan_here()
+            if plan:
+                t = plan[0]
+            else:
+                ids = self.allowed_tokens()
+                if len(ids) != 1:
+                    break
+                t = int(ids[0])
+            if not self.accept_token(t):
+                break
+            out.append(t)
+        self.rollback(len(out))
+        return out
+
+    def draft(self, max_tokens: int, max_branches: int = 4) -> DraftTree:
+        """The certain run, then (budget permitting) one branch per value where few remain."""
+        chain = self.certain_run(max_tokens)
+        tree = DraftTree(list(chain), list(range(-1, len(chain) - 1)), [True] * len(chain))
+        budget = max_tokens - len(chain)
+        if budget < 2:
+            return tree
+        for t in chain:
+            self.accept_token(t)
+        try:
+            if self.terminated or self.plan:
+                return tree
+            ids = [int(i) for i in self.allowed_tokens() if int(i) not in self.vocab.stop_ids]
+            if not 2 <= len(ids) <= max_branches:
+                return tree
+            ids = self._rank(ids)
+            parent = len(chain) - 1
+            per = max(1, budget // len(ids))
+            for t in ids:
+                if budget <= 0:
+                    break
+                if not self.accept_token(t):
+                    continue
+                tree.tokens.append(t)
+                tree.parents.append(parent)
+                tree.certain.append(False)
+                node = len(tree.tokens) - 1
+                budget -= 1
+                sub = self.certain_run(min(per - 1, budget))
+                prev = node
+                for s in sub:
+                    tree.tokens.append(s)
+                    tree.parents.append(prev)
+                    tree.certain.append(True)
+                    prev = len(tree.tokens) - 1
+                budget -= len(sub)
+                self.rollback(1)
+        finally:
+            self.rollback(len(chain))
+        return tree
+
+    def _rank(self, ids: list[int]) -> list[int]:
+        """Cheap prior: the token that continues the solver's witness record first."""
+        w = self.m.witness_text(self.configs) or b""
+        n = len(self.text)
+        def score(t: int) -> int:
+            b = self.vocab.token_bytes[t]
+            return 0 if w[n:n + len(b)] == b else 1
+        return sorted(ids, key=score)

@@ -1,0 +1,442 @@
+"""The canonical record text as a lazy byte automaton driven by the factor graph.
+
+A configuration is (stack of pending tasks, solver State). Tasks, top of the stack last:
+  ('L', bytes)                 literal text still to write
+  ('V', path)                  the value at `path`, not started
+  ('O', path, j, n)            an object's fields from field j on, n fields written so far
+  ('A', path, k)               an array with k items written (next: another item, or ']')
+  ('S', path, prefix)          inside an enum/number text
+  ('T', path, nchars, esc, pend)  inside a free-text string body
+A set of configurations is the automaton state (choices such as optional fields can share a
+prefix). Every transition keeps the text a prefix of some valid record: values are checked
+against the solver's exact feasible sets, structural choices against array lengths/presence.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from fractions import Fraction
+from typing import Any, Iterable, Optional
+
+from factorspec.graph import nodes as N
+from factorspec.graph.relations import format_decimal
+from factorspec.graph.schema import Arr, Node, Obj, Scalar, TextStyle
+from factorspec.graph.solver import State
+from factorspec.graph.spec import CompiledSpec
+
+Config = tuple  # (stack: tuple, sol: State | None)
+SMALL_DOMAIN = 64  # numeric slots with at most this many candidate values are matched as texts
+_NUM_PREFIX = re.compile(rb"-?(0|[1-9][0-9]*)?(\.[0-9]*)?")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_ESC = frozenset(b'"\\/bfnrt')
+
+
+class TextMachine:
+    """The byte automaton of one compiled spec (shared by every request of that spec)."""
+
+    def __init__(self, spec: CompiledSpec, style: Optional[TextStyle] = None) -> None:
+        self.spec = spec
+        self.style = style or spec.style
+        self.sep = self.style.item_sep.encode()
+        self.key_sep = self.style.key_sep.encode()
+        self._nodes: dict[tuple, Node] = {}
+        self._expand_cache: dict = {}
+        self._texts_cache: dict = {}
+
+    # -- configurations -------------------------------------------------------------------------
+    def initial(self) -> frozenset:
+        sol = self.spec.root() if self.spec.vars else None
+        return frozenset(self.expand((( ("V", ()), ), sol)))
+
+    def node_at(self, path: tuple) -> Node:
+        n = self._nodes.get(path)
+        if n is None:
+            node = self.spec.template
+            for p in path:
+                if isinstance(node, Obj):
+                    node = next(f.node for f in node.fields if f.key == p)
+                else:
+                    node = node.item
+            self._nodes[path] = n = node
+        return n
+
+    def expand(self, cfg: Config) -> list[Config]:
+        """Resolve the top task until it consumes bytes (or the stack is empty)."""
+        key = cfg
+        hit = self._expand_cache.get(key)
+        if hit is not None:
+            return hit
+        out: list[Config] = []
+        work = [cfg]
+        while work:
+            stack, sol = work.pop()
+            if not stack:
+                out.append((stack, sol))
+                continue
+            top = stack[-1]
+            kind = top[0]
+            rest = stack[:-1]
+            if kind == "L":
+                if top[1]:
+                    out.append((stack, sol))
+                else:
+                    work.append((rest, sol))
+            elif kind == "V":
+                work.extend(self._start_value(rest, top[1], sol))
+            elif kind == "O":
+                work.extend(self._fields(rest, top, sol))
+            elif kind == "A":
+                work.extend(self._items(rest, top, sol))
+            else:
+                out.append((stack, sol))
+        if len(self._expand_cache) > 200_000:
+            self._expand_cache.clear()
+        self._expand_cache[key] = out
+        return out
+
+    def _start_value(self, rest: tuple, path: tuple, sol: Any) -> list[Config]:
+        node = self.node_at(path)
+        if isinstance(node, Obj):
+            return [(rest + (("O", path, 0, 0), ("L", b"{")), sol)]
+        if isinstance(node, Arr):
+            return [(rest + (("A", path, 0), ("L", b"[")), sol)]
+        if node.kind == "string":
+            return [(rest + (("T", path, 0, 0, 0), ("L", b'"')), sol)]
+        return [(rest + (("S", path, b""),), sol)]
+
+    def _fields(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
+        _, path, j, n = top
+        node: Obj = self.node_at(path)  # type: ignore[assignment]
+        if j == len(node.fields):
+            return [(rest + (("L", b"}"),), sol)]
+        f = node.fields[j]
+        fpath = path + (f.key,)
+        head = (self.sep if n else b"") + json.dumps(f.key, ensure_ascii=False).encode() + self.key_sep
+        present = (rest + (("O", path, j + 1, n + 1), ("V", fpath), ("L", head)), sol)
+        if f.required:
+            return [present]
+        absent = (rest + (("O", path, j + 1, n),), sol)
+        pv = self.spec.present_var_of.get(fpath)
+        if pv is None:
+            return [present, absent]
+        out = []
+        s1 = sol.narrow(pv.id, frozenset([1]))
+        if s1 is not None:
+            out.append((present[0], s1))
+        s0 = sol.narrow(pv.id, frozenset([0]))
+        if s0 is not None:
+            out.append((absent[0], s0))
+        return out
+
+    def _items(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
+        _, path, k = top
+        node: Arr = self.node_at(path)  # type: ignore[assignment]
+        more = (rest + (("A", path, k + 1), ("V", path + (k,)), ("L", self.sep if k else b"")), sol)
+        close = (rest + (("L", b"]"),), sol)
+        lv = self.spec.len_var_of.get(path)
+        if lv is None:
+            out = []
+            if k + 1 <= (node.max_items if node.max_items is not None else k + 1):
+                out.append(more)
+            if k >= node.min_items:
+                out.append(close)
+            return out
+        out = []
+        s_more = sol.narrow(lv.id, (k + 1, lv.hi))
+        if s_more is not None:
+            out.append((more[0], s_more))
+        s_close = sol.narrow(lv.id, frozenset([k]))
+        if s_close is not None:
+            out.append((close[0], s_close))
+        return out
+
+    # -- scalar texts -----------------------------------------------------------------------------
+    def _texts(self, path: tuple, sol: Any) -> Optional[dict[bytes, int]]:
+        """Feasible value texts of a scalar (text -> internal value), or None for interval mode."""
+        key = (path, sol)
+        if key in self._texts_cache:
+            return self._texts_cache[key]
+        node: Scalar = self.node_at(path)  # type: ignore[assignment]
+        v = self.spec.var_of.get(path)
+        out: Optional[dict[bytes, int]] = None
+        if v is not None:
+            d = sol.D[v.id]
+            if N.dsize(d) <= SMALL_DOMAIN:
+                out = {node.text(node.decode(k)).encode(): k for k in sol.feasible_values(v.id)}
+        elif node.kind == "enum":
+            out = {node.text(x).encode(): k for k, x in enumerate(node.values)}
+        elif node.lo is not None and node.hi is not None and node.hi - node.lo < SMALL_DOMAIN:
+            out = {node.text(node.decode(k)).encode(): k for k in range(node.lo, node.hi + 1)}
+        if len(self._texts_cache) > 100_000:
+            self._texts_cache.clear()
+        self._texts_cache[key] = out
+        return out
+
+    def _units_exist(self, path: tuple, sol: Any, lo: Any, hi: Any) -> bool:
+        """Is some feasible value of the numeric scalar within [lo, hi] (units, maybe infinite)?"""
+        node: Scalar = self.node_at(path)  # type: ignore[assignment]
+        v = self.spec.var_of.get(path)
+        if v is not None:
+            d = sol.D[v.id]
+            a = max(N.dmin(d), lo) if lo != -math.inf else N.dmin(d)
+            b = min(N.dmax(d), hi) if hi != math.inf else N.dmax(d)
+            if a > b:
+                return False
+            return sol.exists(v.id, (int(a), int(b)))
+        a = lo if node.lo is None else max(node.lo, lo)
+        b = hi if node.hi is None else min(node.hi, hi)
+        return a <= b
+
+    def _step_of(self, node: Scalar) -> Optional[Fraction]:
+        if node.kind == "number":
+            return None
+        return Fraction(node.step)
+
+    def _num_viable(self, path: tuple, sol: Any, p: bytes) -> bool:
+        if not _NUM_PREFIX.fullmatch(p) or p == b"":
+            return p == b""
+        node: Scalar = self.node_at(path)  # type: ignore[assignment]
+        step = self._step_of(node)
+        neg = p.startswith(b"-")
+        body = p[1:] if neg else p
+        if b"." in body:
+            ip, fp = body.split(b".", 1)
+            if not ip:
+                return False
+            if step is not None:
+                dec = _decimals(step)
+                if len(fp) > dec or dec == 0:
+                    return False
+            width = Fraction(1, 10 ** len(fp))
+            v0 = Fraction((ip + b"." + fp).decode()) if fp else Fraction(ip.decode())
+            excl = fp == b"" or fp.endswith(b"0")
+            ivs = [(v0, not excl, v0 + width, False)]
+        elif body == b"":
+            ivs = [(Fraction(0), True, math.inf, False)]
+        elif body == b"0":
+            ivs = [(Fraction(0), True, Fraction(1), False)]
+        else:
+            x = int(body)
+            ivs = []
+            bound = self._abs_bound(path, sol, step)
+            if bound is None:
+                return True  # unbounded free number: any well-formed prefix continues
+            k = 0
+            while x * 10 ** k <= bound:
+                ivs.append((Fraction(x * 10 ** k), True, Fraction((x + 1) * 10 ** k), False))
+                k += 1
+            if not ivs:
+                return False
+        if neg:
+            ivs = [(-hi, hc, -lo, lc and lo != 0) for lo, lc, hi, hc in ivs]
+        if step is None:
+            return self._free_number_in(node, ivs)
+        for lo, lc, hi, hc in ivs:
+            ulo = -math.inf if lo == -math.inf else (math.ceil(lo / step) if lc else math.floor(lo / step) + 1)
+            uhi = math.inf if hi == math.inf else (math.floor(hi / step) if hc else math.ceil(hi / step) - 1)
+            if ulo <= uhi and self._units_exist(path, sol, ulo, uhi):
+                return True
+        return False
+
+    def _free_number_in(self, node: Scalar, ivs: list) -> bool:
+        return any(lo < hi or (lo == hi and lc and hc) for lo, lc, hi, hc in ivs)
+
+    def _abs_bound(self, path: tuple, sol: Any, step: Optional[Fraction]) -> Optional[Fraction]:
+        node: Scalar = self.node_at(path)  # type: ignore[assignment]
+        v = self.spec.var_of.get(path)
+        if v is not None:
+            d = sol.D[v.id]
+            return max(abs(N.dmin(d)), abs(N.dmax(d))) * step
+        if node.lo is None or node.hi is None or step is None:
+            return None
+        return max(abs(node.lo), abs(node.hi)) * step
+
+    def _num_end(self, path: tuple, sol: Any, p: bytes) -> Optional[int]:
+        """Internal value if the number text `p` can end here, else None."""
+        if not p or p in (b"-",) or not _NUM_PREFIX.fullmatch(p) or p.endswith(b"."):
+            return None
+        node: Scalar = self.node_at(path)  # type: ignore[assignment]
+        val = Fraction(p.decode())
+        if format_decimal(val if val.denominator != 1 else int(val)).encode() != p:
+            return None
+        step = self._step_of(node)
+        if step is None:
+            return 0
+        q = val / step
+        if q.denominator != 1:
+            return None
+        k = q.numerator
+        return k if self._units_exist(path, sol, k, k) else None
+
+    # -- transitions -----------------------------------------------------------------------------
+    def step(self, configs: Iterable[Config], b: int) -> frozenset:
+        """The configurations after writing byte `b` (empty: the byte is not allowed)."""
+        out: list[Config] = []
+        for cfg in configs:
+            self._step_one(cfg, b, out)
+        return frozenset(out)
+
+    def _step_one(self, cfg: Config, b: int, out: list) -> None:
+        stack, sol = cfg
+        if not stack:
+            return
+        top = stack[-1]
+        kind = top[0]
+        if kind == "L":
+            lit = top[1]
+            if lit[0] == b:
+                out.extend(self.expand((stack[:-1] + (("L", lit[1:]),), sol)))
+            return
+        if kind == "S":
+            path, p = top[1], top[2]
+            # end the value here, then feed b to what follows
+            ended = self._end_scalar(stack, sol)
+            if ended is not None:
+                for c in self.expand(ended):
+                    self._step_one(c, b, out)
+            np_ = p + bytes([b])
+            texts = self._texts(path, sol)
+            if texts is not None:
+                if any(t.startswith(np_) for t in texts):
+                    out.append((stack[:-1] + (("S", path, np_),), sol))
+            elif self._num_viable(path, sol, np_):
+                out.append((stack[:-1] + (("S", path, np_),), sol))
+            return
+        if kind == "T":
+            nxt = self._string_byte(top, b)
+            if nxt is None:
+                return
+            if nxt == "end":
+                out.extend(self.expand((stack[:-1], sol)))
+            else:
+                out.append((stack[:-1] + (nxt,), sol))
+
+    def _end_scalar(self, stack: tuple, sol: Any) -> Optional[Config]:
+        top = stack[-1]
+        path, p = top[1], top[2]
+        texts = self._texts(path, sol)
+        if texts is not None:
+            if p not in texts:
+                return None
+            k = texts[p]
+        else:
+            k = self._num_end(path, sol, p)
+            if k is None:
+                return None
+        v = self.spec.var_of.get(path)
+        if v is not None:
+            sol = sol.assign(v.id, k)
+            if sol is None:
+                return None
+        return (stack[:-1], sol)
+
+    def _string_byte(self, top: tuple, b: int) -> Any:
+        _, path, nchars, esc, pend = top
+        node: Scalar = self.node_at(path)  # type: ignore[assignment]
+        mx = node.max_len
+        if pend:
+            return ("T", path, nchars, esc, pend - 1) if 0x80 <= b <= 0xBF else None
+        if esc == 1:
+            if b in _ESC:
+                return ("T", path, nchars + 1, 0, 0)
+            if b == ord("u"):
+                return ("T", path, nchars + 1, 5, 0)
+            return None
+        if esc >= 2:
+            if b not in _HEX:
+                return None
+            return ("T", path, nchars, 0 if esc == 2 else esc - 1, 0)
+        if b == 0x22:  # closing quote
+            return "end" if nchars >= node.min_len else None
+        room = mx is None or nchars < mx
+        if b == 0x5C:
+            return ("T", path, nchars, 1, 0) if room else None
+        if b < 0x20 or not room:
+            return None
+        if b < 0x80:
+            return ("T", path, nchars + 1, 0, 0)
+        if 0xC2 <= b <= 0xDF:
+            return ("T", path, nchars + 1, 0, 1)
+        if 0xE0 <= b <= 0xEF:
+            return ("T", path, nchars + 1, 0, 2)
+        if 0xF0 <= b <= 0xF4:
+            return ("T", path, nchars + 1, 0, 3)
+        return None
+
+    # -- queries ----------------------------------------------------------------------------------
+    @staticmethod
+    def is_final(configs: Iterable[Config]) -> bool:
+        return any(not stack for stack, _ in configs)
+
+    def next_bytes(self, configs: Iterable[Config], limit: int = 2) -> Optional[set[int]]:
+        """The bytes that may come next; None when more than `limit` are possible (cheap exit)."""
+        out: set[int] = set()
+        for cfg in configs:
+            stack, sol = cfg
+            if not stack:
+                continue
+            top = stack[-1]
+            if top[0] == "L":
+                out.add(top[1][0])
+            elif top[0] == "T":
+                node: Scalar = self.node_at(top[1])  # type: ignore[assignment]
+                if top[3] == 0 and top[4] == 0 and node.max_len is not None and top[2] >= node.max_len:
+                    out.add(0x22)
+                else:
+                    return None
+            else:
+                texts = self._texts(top[1], sol)
+                if texts is None:
+                    return None
+                p = top[2]
+                for t in texts:
+                    if t.startswith(p) and len(t) > len(p):
+                        out.add(t[len(p)])
+                if p in texts:
+                    ended = self._end_scalar(stack, sol)
+                    if ended is not None:
+                        nb = self.next_bytes(self.expand(ended), limit)
+                        if nb is None:
+                            return None
+                        out |= nb
+                        if any(not s for s, _ in self.expand(ended)):
+                            out.add(-1)  # the record can end here
+            if len(out) > limit:
+                return None
+        return out
+
+    def forced_text(self, configs: frozenset, max_bytes: int = 4096) -> tuple[bytes, frozenset, bool]:
+        """The text every valid record continues with from here, the state after it, and whether
+        the record is then complete."""
+        buf = bytearray()
+        while len(buf) < max_bytes:
+            if self.is_final(configs):
+                return bytes(buf), configs, len(configs) == 1
+            nb = self.next_bytes(configs, limit=1)
+            if nb is None or len(nb) != 1 or -1 in nb:
+                break
+            b = next(iter(nb))
+            nxt = self.step(configs, b)
+            if not nxt:
+                break
+            buf.append(b)
+            configs = nxt
+        return bytes(buf), configs, False
+
+    def witness_text(self, configs: frozenset) -> Optional[bytes]:
+        """Text of one valid completion (the solver's witness), for drafting priors."""
+        for stack, sol in configs:
+            if sol is None:
+                return None
+            return self.spec.canonical_text(self.spec.record_from_assignment(sol.witness)).encode()
+        return None
+
+
+def _decimals(step: Fraction) -> int:
+    d = 0
+    while (step * 10 ** d).denominator != 1:
+        d += 1
+        if d > 30:
+            break
+    return d
