@@ -63,10 +63,11 @@ class TokenVocab:
 
     def mask_from_ids(self, ids: Sequence[int]) -> np.ndarray:
         """xgrammar layout: token j is bit j % 32 of word j // 32 (LSB first), 1 = allowed."""
-        bits = np.zeros(self.words * 32, dtype=bool)
+        words = np.zeros(self.words, dtype=np.uint32)
         if len(ids):
-            bits[np.asarray(ids, dtype=np.int64)] = True
-        return np.packbits(bits, bitorder="little").view("<i4").astype(np.int32, copy=False)
+            a = np.asarray(ids, dtype=np.int64)
+            np.bitwise_or.at(words, a >> 5, (np.uint32(1) << (a & 31).astype(np.uint32)))
+        return words.view(np.int32)
 
     def plain_mask(self, max_chars: Optional[int]) -> np.ndarray:
         """Mask of plain string-content tokens of at most `max_chars` characters."""
