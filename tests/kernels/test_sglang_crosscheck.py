@@ -1,0 +1,103 @@
+"""Cross-check kernels 2 and 4 against SGLang's own implementations when ``sglang`` is importable.
+
+- kernel 4 vs SGLang's greedy tree verification (``verify_tree_greedy_triton`` from its
+  speculative utilities, run under the Triton interpreter on CPU, or ``sgl_kernel.verify_tree_greedy``
+  on CUDA), fed with the retrieval arrays built by kernel 2;
+- kernel 2 vs ``sgl_kernel.speculative.reconstruct_indices_from_tree_mask`` (NGRAM's op; CUDA
+  only), fed with kernel 2's q-length-only mask in NGRAM's ``[bs * N * N]`` layout.
+SGLang handles equal widths only (``bs * N`` draft tokens), so these use uniform N.
+"""
+import importlib
+import random
+
+import pytest
+import torch
+
+sglang = pytest.importorskip(
+    "sglang", reason="sglang is not installed: SGLang cross-checks of kernels 2 and 4 are skipped"
+)
+
+from factorspec.kernels import build_tree_verify_inputs, flatten_parents, verify_tree_greedy  # noqa: E402
+from kernel_cases import random_tree  # noqa: E402
+
+_VERIFY_MODULES = [
+    "sglang.srt.speculative.eagle_utils",
+    "sglang.srt.speculative.spec_utils",
+    "sglang.srt.speculative.build_eagle_tree",
+]
+
+
+def _sglang_triton_verify():
+    for mod in _VERIFY_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except Exception:  # noqa: BLE001 - optional dependency chain (sgl_kernel, CUDA)
+            continue
+        fn = getattr(m, "verify_tree_greedy_triton", None)
+        if fn is not None:
+            return fn
+    return None
+
+
+def _uniform_batch(bs, n, seed, device):
+    rng = random.Random(seed)
+    trees = [rng.choice([[-1] + list(range(n - 1)), [-1] + [0] * (n - 1), random_tree(n - 1, rng)]) for _ in range(bs)]
+    par, cu = flatten_parents(trees, device)
+    toks = torch.tensor([rng.randrange(3) for _ in range(bs * n)], device=device)
+    pred = torch.tensor([rng.randrange(3) for _ in range(bs * n)], device=device)
+    for b in range(bs):
+        for i in range(1, n):
+            if rng.random() < 0.7:
+                pred[b * n + trees[b][i]] = toks[b * n + i]
+    prefix = torch.tensor([rng.randrange(50) for _ in range(bs)], device=device)
+    return par, cu, toks, pred, prefix
+
+
+@pytest.mark.parametrize("bs,n", [(1, 1), (3, 8), (5, 17)])
+def test_greedy_verify_matches_sglang(bs, n):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        try:
+            from sgl_kernel import verify_tree_greedy as sgl_verify
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"sgl_kernel.verify_tree_greedy unavailable: {e}")
+    else:
+        sgl_verify = _sglang_triton_verify()
+        if sgl_verify is None:
+            pytest.skip("this sglang has no verify_tree_greedy_triton to run on CPU")
+    par, cu, toks, pred, prefix = _uniform_batch(bs, n, bs * 100 + n, device)
+    inp = build_tree_verify_inputs(par, cu, prefix)
+    predicts = torch.full((bs * n,), -1, dtype=torch.int32, device=device)
+    accept_index = torch.full((bs, n), -1, dtype=torch.int32, device=device)
+    accept_num = torch.zeros(bs, dtype=torch.int32, device=device)
+    sgl_verify(
+        predicts, accept_index, accept_num, toks.view(bs, n), inp.retrive_index,
+        inp.retrive_next_token, inp.retrive_next_sibling, pred.view(bs, n),
+    )
+    ours = verify_tree_greedy(toks, pred, par, cu)
+    assert accept_num.long().tolist() == ours.accept_length.tolist()
+    assert accept_index.long().tolist() == ours.accept_index.tolist()
+    for b in range(bs):
+        path = ours.accept_index[b, : ours.accept_length[b] + 1]
+        assert predicts[path].long().tolist() == ours.output_tokens[b, : len(path)].tolist()
+
+
+@pytest.mark.parametrize("bs,n", [(1, 1), (4, 8), (3, 33)])
+def test_tree_inputs_match_sglang_reconstruct(bs, n):
+    if not torch.cuda.is_available():
+        pytest.skip("sgl_kernel's reconstruct_indices_from_tree_mask is a CUDA op (no GPU here)")
+    try:
+        from sgl_kernel.speculative import reconstruct_indices_from_tree_mask
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"sgl_kernel.speculative unavailable: {e}")
+    par, cu, _, _, prefix = _uniform_batch(bs, n, bs + n, "cuda")
+    inp = build_tree_verify_inputs(par, cu, prefix)
+    positions = torch.empty(bs * n, dtype=torch.int64, device="cuda")
+    retr = torch.empty(3, bs, n, dtype=torch.int64, device="cuda")
+    reconstruct_indices_from_tree_mask(
+        inp.tree_mask_qlen, prefix.long(), positions, retr[0], retr[1], retr[2], bs, n
+    )
+    assert torch.equal(positions, inp.positions)
+    assert torch.equal(retr[0], inp.retrive_index)
+    assert torch.equal(retr[1], inp.retrive_next_token)
+    assert torch.equal(retr[2], inp.retrive_next_sibling)
