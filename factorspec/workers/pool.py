@@ -1,0 +1,571 @@
+"""A pool of CPU processes that keep each request's matcher and compute the next step's bitmask
+rows and drafts while the model's forward pass runs.
+
+    with MaskWorkerPool(2, "qwen2.5-0.5b", max_rows=64) as pool:
+        pool.add_request("r1", spec_doc)
+        h = pool.submit_step([("r1", [], 0, 8)])         # returns at once
+        ... launch the forward pass ...
+        res = pool.collect(h)["r1"]                        # rows already in pool.bitmask
+        logits.masked_fill_(~allowed(torch.from_numpy(pool.bitmask[:n])), -inf)
+
+Requests are sticky: a request lives on one worker (least-loaded or hash assignment, kept in a
+map) for its whole life. Bitmask rows go into one shared-memory block of [max_rows, words] int32
+(xgrammar layout) that all workers write; the caller names the row of each request per step.
+Drafts, termination and errors come back over a pipe per worker.
+
+Failures stay local: a malformed spec, a rejected token or a raising matcher fails that request
+(`RequestFailed`, naming it and the cause); a worker that dies fails exactly the requests it held
+(`WorkerCrashed`) and is replaced by a fresh process; a step that overruns its budget fails with
+`StepTimeout` (its worker is killed and replaced unless kill_on_timeout=False). `collect` always
+returns by its deadline.
+
+Not thread-safe: drive a pool from one thread (the engine loop).
+"""
+from __future__ import annotations
+
+import fcntl
+import itertools
+import multiprocessing as mp
+import pickle
+import queue
+import signal
+import threading
+import time
+import weakref
+import zlib
+from multiprocessing.connection import wait as mp_wait
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from factorspec.errors import FactorSpecError
+from factorspec.workers import _core
+from factorspec.workers.protocol import (RequestFailed, StepItem, StepResult, StepTimeout, WorkerCrashed,
+                                         decode_error)
+from factorspec.workers.vocabs import as_vocab_factory
+
+_F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
+_PIPE_WANT = 1 << 20
+
+
+class PoolError(FactorSpecError):
+    """The pool itself cannot serve (no worker could start, or it is closed)."""
+
+
+def _default_context() -> Any:
+    methods = mp.get_all_start_methods()
+    if "forkserver" in methods:
+        ctx = mp.get_context("forkserver")
+        try:
+            ctx.set_forkserver_preload(["factorspec.workers.worker"])
+        except Exception:  # noqa: BLE001 - preload is an optimisation only
+            pass
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _worker_entry(conn_in: Any, conn_out: Any, factory: Any) -> None:
+    from factorspec.workers.worker import main
+
+    main(conn_in, conn_out, factory)
+
+
+class _Slot:
+    """One worker process (one generation of a slot)."""
+
+    def __init__(self, index: int, generation: int) -> None:
+        self.index, self.generation = index, generation
+        self.proc: Any = None
+        self.pid: Optional[int] = None
+        self.send_conn: Any = None
+        self.recv_conn: Any = None
+        self.ready = False
+        self.dead = False
+        self.fatal: Optional[str] = None
+        self.rids: set = set()
+        self.lock = threading.Lock()
+        self.outbox: "queue.SimpleQueue[Optional[bytes]]" = queue.SimpleQueue()
+        self.queued = 0  # messages handed to the sender thread and not yet written
+        self.sender: Optional[threading.Thread] = None
+        self.seq = 0
+        self.inflight: list = []  # (seq, bytes) written or queued, not yet known to be read
+        self.inflight_bytes = 0
+        self.capacity = 32 * 1024
+
+    def _sender_loop(self) -> None:
+        while True:
+            data = self.outbox.get()
+            if data is None:
+                return
+            try:
+                self.send_conn.send_bytes(data)
+            except (OSError, ValueError):
+                pass  # the worker is gone; its death is seen through the sentinel
+            with self.lock:
+                self.queued -= 1
+
+
+class StepHandle:
+    """An outstanding step; pass it to `MaskWorkerPool.collect`."""
+
+    def __init__(self, step_id: int, order: list) -> None:
+        self.id = step_id
+        self.order = order
+        self.results: dict[Any, StepResult] = {}
+        self.pending: dict[int, int] = {}  # slot index -> generation
+        self.slot_rids: dict[int, list] = {}
+        self.rows: dict[Any, int] = {}
+        self.submitted = time.perf_counter()
+        self.worker_s: dict[int, float] = {}  # slot -> worker time for the whole step
+
+    @property
+    def done(self) -> bool:
+        return not self.pending
+
+
+class MaskWorkerPool:
+    """Sticky per-request matchers in worker processes, bitmasks in shared memory.
+
+    num_workers: processes; vocab_factory: a model name, a `TokenVocab` without an encode
+    function, `BytesVocab`/`ModelVocab`, or any picklable callable returning a `TokenVocab`
+    (built once inside each worker); max_rows: rows of the shared bitmask block; vocab_size:
+    width of the rows in tokens (default: the vocabulary's own size, e.g. pass the logits width
+    when it is padded); step_timeout: default budget of `collect`; assign: "least_loaded" or
+    "hash"; mp_context: a multiprocessing context (default forkserver, else spawn)."""
+
+    def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
+                 step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
+                 kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True) -> None:
+        if num_workers < 1:
+            raise ValueError("num_workers must be >= 1")
+        if max_rows < 1:
+            raise ValueError("max_rows must be >= 1")
+        if assign not in ("least_loaded", "hash"):
+            raise ValueError("assign must be 'least_loaded' or 'hash'")
+        self.num_workers, self.max_rows = num_workers, max_rows
+        self.step_timeout, self.start_timeout = step_timeout, start_timeout
+        self.assign, self.kill_on_timeout = assign, kill_on_timeout
+        self.restarts = 0
+        self._factory = as_vocab_factory(vocab_factory)
+        self._ctx = mp_context or _default_context()
+        self._DraftTree = _core.draft_tree_class()
+        self._closed = False
+        self._assign: dict[Any, _Slot] = {}
+        self._failed: dict[Any, RequestFailed] = {}
+        self._added: dict[Any, Optional[RequestFailed]] = {}
+        self._steps: dict[int, StepHandle] = {}
+        self._step_ids = itertools.count(1)
+        self._procs: list = []  # every process started, for the finalizer
+        self._shm: Any = None
+        self._bitmask: Optional[np.ndarray] = None
+        self.words: Optional[int] = (vocab_size + 31) // 32 if vocab_size else None
+        self._finalizer = weakref.finalize(self, _cleanup, self._procs, [None])
+        self._slots: list[_Slot] = []
+        self._start_failures = [0] * num_workers  # deaths in a row before becoming ready, per slot
+        try:
+            self._slots = [self._spawn(i, 0) for i in range(num_workers)]
+            deadline = time.monotonic() + start_timeout
+            while self.words is None:
+                self._wait_or_fail(deadline, "the first worker to build its vocabulary")
+            from multiprocessing import shared_memory
+
+            self._shm = shared_memory.SharedMemory(create=True, size=max_rows * self.words * 4)
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, _cleanup, self._procs, [self._shm])
+            self._bitmask = np.ndarray((max_rows, self.words), dtype=np.int32, buffer=self._shm.buf)
+            self._bitmask[:] = 0
+            for s in self._slots:
+                if not s.dead:
+                    self._attach(s)
+            if wait_ready:
+                while not all(s.ready or s.fatal for s in self._slots):
+                    self._wait_or_fail(deadline, "all workers to start")
+        except BaseException:
+            self.close()
+            raise
+
+    # -- public API -------------------------------------------------------------------------------
+    @property
+    def bitmask(self) -> np.ndarray:
+        """The shared [max_rows, words] int32 block (torch.from_numpy works on it)."""
+        if self._bitmask is None:
+            raise PoolError("the pool is closed")
+        return self._bitmask
+
+    def worker_pids(self) -> list[int]:
+        return [s.pid for s in self._slots if not s.dead and s.pid is not None]
+
+    def requests(self) -> dict[Any, int]:
+        """Live requests and the worker slot each is on."""
+        return {rid: s.index for rid, s in self._assign.items()}
+
+    def add_request(self, rid: Any, spec_doc: Any, wait: bool = False, timeout: Optional[float] = None) -> None:
+        """Compile `spec_doc` (dict or JSON text) for `rid` in its worker. Errors are reported for
+        that request (at its next step, or by `request_error`); with wait=True they are raised."""
+        self._check_open()
+        if rid in self._assign:
+            raise ValueError(f"request {rid!r} is already in the pool")
+        self._pump(0)
+        self._failed.pop(rid, None)
+        self._added.pop(rid, None)
+        slot = self._choose(rid)
+        if slot is None:
+            self._failed[rid] = WorkerCrashed(rid, "no mask worker is alive", "WorkerCrashed")
+        else:
+            self._assign[rid] = slot
+            slot.rids.add(rid)
+            self._send(slot, "add", rid, spec_doc)
+        if wait:
+            deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
+            while rid not in self._added and rid not in self._failed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StepTimeout(rid, f"compiling the spec took longer than {timeout or self.step_timeout:.3g} s")
+                self._pump(left)
+            err = self.request_error(rid)
+            if err is not None:
+                raise err
+
+    def request_error(self, rid: Any) -> Optional[RequestFailed]:
+        """The error that ended `rid`, if any (non-blocking)."""
+        self._pump(0)
+        return self._failed.get(rid)
+
+    def remove_request(self, rid: Any) -> None:
+        """Forget `rid` (finished, cancelled or failed)."""
+        self._failed.pop(rid, None)
+        self._added.pop(rid, None)
+        slot = self._assign.pop(rid, None)
+        if slot is not None:
+            slot.rids.discard(rid)
+            if not slot.dead and not self._closed:
+                self._send(slot, "remove", rid)
+
+    def submit_step(self, items: Iterable[Any]) -> StepHandle:
+        """Start a step; returns at once. Each item is a `StepItem` or a tuple
+        (rid, accepted_tokens_since_last_step, row, draft_width[, rollback])."""
+        self._check_open()
+        self._pump(0)
+        items = [StepItem.of(x) for x in items]
+        h = StepHandle(next(self._step_ids), [it.rid for it in items])
+        rows: set = set()
+        by_slot: dict[int, list] = {}
+        for it in items:
+            row = int(it.row)
+            if not 0 <= row < self.max_rows:
+                raise ValueError(f"request {it.rid!r}: row {row} outside the block's {self.max_rows} rows")
+            if row in rows:
+                raise ValueError(f"row {row} is given to two requests in one step")
+            if it.rid in h.rows:
+                raise ValueError(f"request {it.rid!r} appears twice in one step")
+            rows.add(row)
+            h.rows[it.rid] = row
+            slot = self._assign.get(it.rid)
+            if slot is None:
+                err = self._failed.get(it.rid) or RequestFailed(it.rid, "unknown request (never added, or removed)")
+                self._fail_result(h, it.rid, err)
+                continue
+            tokens = tuple(int(t) for t in it.tokens)
+            by_slot.setdefault(slot.index, []).append(
+                (it.rid, tokens, row, int(it.draft_width), int(it.rollback)))
+        self._steps[h.id] = h
+        for idx, lst in by_slot.items():
+            slot = self._slots[idx]
+            h.pending[idx] = slot.generation
+            h.slot_rids[idx] = [x[0] for x in lst]
+            self._send(slot, "step", h.id, lst)
+        return h
+
+    def collect(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
+        """Wait (at most `timeout`, default step_timeout) for the step; results per request, in
+        submission order. Requests whose results are missing at the deadline get StepTimeout."""
+        budget = self.step_timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        while handle.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._expire(handle, budget)
+                break
+            self._pump(left)
+        self._steps.pop(handle.id, None)
+        return {rid: handle.results[rid] for rid in handle.order}
+
+    def step(self, items: Iterable[Any], timeout: Optional[float] = None) -> dict[Any, StepResult]:
+        return self.collect(self.submit_step(items), timeout)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for s in self._slots:
+            if not s.dead:
+                try:
+                    self._send(s, "close")
+                except Exception:  # noqa: BLE001
+                    pass
+        end = time.monotonic() + 2.0
+        for s in self._slots:
+            if s.proc is not None:
+                s.proc.join(max(0.0, end - time.monotonic()))
+                if s.proc.is_alive():
+                    s.proc.kill()
+                    s.proc.join(1.0)
+            self._retire(s)
+        self._bitmask = None
+        if self._shm is not None:
+            try:
+                self._shm.close()
+            except BufferError:
+                pass  # the caller still holds views; the mapping goes with the process
+            try:
+                self._shm.unlink()
+            except FileNotFoundError:
+                pass
+        self._finalizer.detach()
+
+    def __enter__(self) -> "MaskWorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- processes --------------------------------------------------------------------------------
+    def _spawn(self, index: int, generation: int) -> _Slot:
+        s = _Slot(index, generation)
+        r_in, w_in = self._ctx.Pipe(duplex=False)
+        r_out, w_out = self._ctx.Pipe(duplex=False)
+        try:
+            fcntl.fcntl(w_in.fileno(), _F_SETPIPE_SZ, _PIPE_WANT)
+        except OSError:
+            pass
+        try:
+            size = fcntl.fcntl(w_in.fileno(), _F_GETPIPE_SZ)
+            s.capacity = max(4096, size // 2)
+        except OSError:
+            pass
+        p = self._ctx.Process(target=_worker_entry, args=(r_in, w_out, self._factory), daemon=True,
+                              name=f"factorspec-mask-worker-{index}")
+        p.start()
+        r_in.close()
+        w_out.close()
+        s.proc, s.pid, s.send_conn, s.recv_conn = p, p.pid, w_in, r_out
+        self._procs.append(p)
+        if self._shm is not None:
+            self._attach(s)
+        return s
+
+    def _attach(self, s: _Slot) -> None:
+        self._send(s, "attach", self._shm.name, self.max_rows, self.words)
+
+    def _send(self, s: _Slot, kind: str, *args: Any) -> None:
+        s.seq += 1
+        data = pickle.dumps((kind, s.seq) + args, protocol=pickle.HIGHEST_PROTOCOL)
+        size = len(data) + 16
+        s.inflight.append((s.seq, size))
+        s.inflight_bytes += size
+        with s.lock:
+            if s.queued == 0 and s.inflight_bytes <= s.capacity:
+                try:  # fits in the pipe: cannot block
+                    s.send_conn.send_bytes(data)
+                except (OSError, ValueError):
+                    pass  # dead worker: seen through its sentinel
+                return
+            s.queued += 1
+        if s.sender is None:  # the worker is behind: a thread writes so that we never block
+            s.sender = threading.Thread(target=s._sender_loop, daemon=True,
+                                        name=f"factorspec-mask-sender-{s.index}")
+            s.sender.start()
+        s.outbox.put(data)
+
+    def _acked(self, s: _Slot, seq: int) -> None:
+        k = 0
+        while k < len(s.inflight) and s.inflight[k][0] <= seq:
+            s.inflight_bytes -= s.inflight[k][1]
+            k += 1
+        if k:
+            del s.inflight[:k]
+
+    def _choose(self, rid: Any) -> Optional[_Slot]:
+        live = [s for s in self._slots if not s.dead and s.fatal is None]
+        if not live:
+            return None
+        if self.assign == "hash":
+            return live[zlib.crc32(repr(rid).encode()) % len(live)]
+        return min(live, key=lambda s: (len(s.rids), s.index))
+
+    def _wait_or_fail(self, deadline: float, what: str) -> None:
+        if all(s.fatal for s in self._slots):
+            raise PoolError(f"no mask worker could start: {self._slots[0].fatal}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PoolError(f"timed out after {self.start_timeout:.3g} s waiting for {what}")
+        self._pump(min(left, 1.0))
+
+    # -- messages ---------------------------------------------------------------------------------
+    def _pump(self, timeout: float) -> None:
+        """Read whatever the workers sent (waiting up to `timeout` for something); notice deaths."""
+        objs: dict = {}
+        for s in self._slots:
+            if not s.dead:
+                objs[s.recv_conn] = s
+                objs[s.proc.sentinel] = s
+        if not objs:
+            if timeout > 0:
+                time.sleep(min(timeout, 0.01))
+            return
+        for o in mp_wait(list(objs), timeout):
+            s = objs[o]
+            if s.dead:
+                continue
+            self._read(s)
+            if not s.dead and o is not s.recv_conn:  # process ended; its last words were read
+                self._on_dead(s, self._death_cause(s))
+
+    def _read(self, s: _Slot) -> None:
+        try:
+            while s.recv_conn.poll(0):
+                self._handle(s, s.recv_conn.recv())
+        except (EOFError, OSError):
+            self._on_dead(s, self._death_cause(s))
+
+    def _handle(self, s: _Slot, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "step":
+            _, seq, step_id, out, step_s = msg
+            self._acked(s, seq)
+            h = self._steps.get(step_id)
+            if h is None or h.pending.get(s.index) != s.generation:
+                return  # a step already given up on
+            del h.pending[s.index]
+            h.worker_s[s.index] = step_s
+            DT = self._DraftTree
+            for rid, ok, payload in out:
+                row = h.rows[rid]
+                if ok:
+                    (toks, parents, certain), term, dt = payload
+                    h.results[rid] = StepResult(rid, row, True, DT(toks, parents, certain), term, None, dt)
+                else:
+                    err = decode_error(rid, payload)
+                    self._forget(rid, err)
+                    h.results[rid] = StepResult(rid, row, False, None, False, err)
+        elif kind == "added":
+            _, seq, rid, err, _dt = msg
+            self._acked(s, seq)
+            if self._assign.get(rid) is s:
+                self._added[rid] = None if err is None else decode_error(rid, err)
+                if err is not None:
+                    self._forget(rid, self._added[rid])
+        elif kind == "ack":
+            self._acked(s, msg[1])
+        elif kind == "ready":
+            _, pid, words, _vocab_size, _name = msg
+            s.ready, s.pid = True, pid
+            self._start_failures[s.index] = 0
+            if self.words is None:
+                self.words = words
+        elif kind == "fatal":
+            s.fatal = msg[1]
+
+    def _forget(self, rid: Any, err: RequestFailed) -> None:
+        self._failed[rid] = err
+        slot = self._assign.pop(rid, None)
+        if slot is not None:
+            slot.rids.discard(rid)
+
+    def _fail_result(self, h: StepHandle, rid: Any, err: RequestFailed) -> None:
+        row = h.rows[rid]
+        if self._bitmask is not None:
+            self._bitmask[row, :] = 0
+        h.results[rid] = StepResult(rid, row, False, None, False, err)
+
+    def _death_cause(self, s: _Slot) -> str:
+        s.proc.join(1.0)
+        code = s.proc.exitcode
+        if s.fatal:
+            return f"mask worker {s.index} (pid {s.pid}) could not serve: {s.fatal}"
+        if code is None:
+            s.proc.kill()
+            s.proc.join(1.0)
+            what = "closed its pipe (killed)"
+        elif code < 0:
+            try:
+                what = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                what = f"was killed by signal {-code}"
+        else:
+            what = f"exited with code {code}"
+        return f"mask worker {s.index} (pid {s.pid}) {what}"
+
+    def _on_dead(self, s: _Slot, cause: str, timed_out: Iterable = ()) -> None:
+        """Fail exactly the requests `s` held, resolve its part of outstanding steps, replace it."""
+        if s.dead:
+            return
+        s.dead = True
+        timed_out = set(timed_out)
+        for rid in list(s.rids):
+            cls = StepTimeout if rid in timed_out else WorkerCrashed
+            self._forget(rid, cls(rid, cause, cls.__name__))
+        for h in list(self._steps.values()):
+            if h.pending.get(s.index) == s.generation:
+                del h.pending[s.index]
+                for rid in h.slot_rids[s.index]:
+                    if rid not in h.results:
+                        err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
+                        self._fail_result(h, rid, err)
+        self._retire(s)
+        if not s.ready:
+            self._start_failures[s.index] += 1
+            if self._start_failures[s.index] >= 3 and s.fatal is None:
+                s.fatal = f"died {self._start_failures[s.index]} times in a row before it was ready ({cause})"
+        if s.fatal is None and not self._closed:
+            self.restarts += 1
+            self._slots[s.index] = self._spawn(s.index, s.generation + 1)
+
+    def _retire(self, s: _Slot) -> None:
+        s.dead = True
+        if s.sender is not None:
+            s.outbox.put(None)
+        for c in (s.send_conn, s.recv_conn):
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _expire(self, h: StepHandle, budget: float) -> None:
+        for idx, gen in list(h.pending.items()):
+            s = self._slots[idx]
+            rids = h.slot_rids[idx]
+            cause = f"step {h.id} got no result from mask worker {idx} (pid {s.pid}) within its {budget:.3g} s budget"
+            if s.generation == gen and not s.dead and self.kill_on_timeout:
+                s.proc.kill()
+                s.proc.join(1.0)
+                self._on_dead(s, cause + "; the worker was killed and replaced", timed_out=rids)
+            else:
+                h.pending.pop(idx, None)
+                for rid in rids:
+                    if rid not in h.results:
+                        err = StepTimeout(rid, cause, "StepTimeout")
+                        self.remove_request(rid)
+                        self._failed[rid] = err
+                        self._fail_result(h, rid, err)
+        h.pending.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PoolError("the pool is closed")
+
+
+def _cleanup(procs: list, shm_box: list) -> None:
+    """Finalizer for a pool that was never closed."""
+    for p in procs:
+        try:
+            if p.is_alive():
+                p.kill()
+        except Exception:  # noqa: BLE001
+            pass
+    shm = shm_box[0]
+    if shm is not None:
+        try:
+            shm.unlink()
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,108 @@
+"""What the pool and its workers exchange, and the errors a request can end with.
+
+Messages are plain tuples (pickled once by the sender):
+
+parent -> worker   ("attach", seq, shm_name, rows, words)
+                   ("add", seq, rid, spec_doc)
+                   ("remove", seq, rid)
+                   ("step", seq, step_id, [(rid, tokens, row, draft_width, rollback), ...])
+                   ("close", seq)
+worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
+                   ("fatal", message)                     the worker cannot serve; it exits
+                   ("ack", seq)                           after attach/remove
+                   ("added", seq, rid, error | None, compile_s)
+                   ("step", seq, step_id, [(rid, ok, payload), ...], step_s)
+
+Every reply carries the sequence number of the last message the worker has read, so the parent
+knows how many bytes are still unread in the pipe. An error travels as
+(kind, cause, pointer) and is rebuilt into a `RequestFailed` subclass in the parent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from factorspec.errors import FactorSpecError
+
+
+class RequestFailed(FactorSpecError):
+    """A request can make no further progress; `cause` says why (as the worker saw it).
+
+    `kind` names the underlying error (e.g. "SpecError", "TokenRejected", "ValueError"),
+    `pointer` is the JSON Pointer of a spec error ("" otherwise)."""
+
+    def __init__(self, rid: Any, cause: str, kind: str = "", pointer: str = "") -> None:
+        self.rid, self.cause, self.kind, self.pointer = rid, cause, kind or type(self).__name__, pointer
+        super().__init__(f"request {rid!r} failed: {cause}")
+
+
+class WorkerCrashed(RequestFailed):
+    """The worker process that held the request died (killed, or exited)."""
+
+
+class StepTimeout(RequestFailed):
+    """A step's results did not arrive within its budget."""
+
+
+ERROR_TYPES: dict[str, type] = {"RequestFailed": RequestFailed, "WorkerCrashed": WorkerCrashed,
+                                "StepTimeout": StepTimeout}
+
+
+def encode_error(exc: BaseException) -> tuple[str, str, str]:
+    """(kind, cause, pointer) of an exception raised in a worker."""
+    kind = type(exc).__name__
+    pointer = getattr(exc, "pointer", "") or ""
+    text = str(exc) or repr(exc)
+    return kind, f"{kind}: {text}", pointer if isinstance(pointer, str) else ""
+
+
+def decode_error(rid: Any, err: tuple[str, str, str]) -> RequestFailed:
+    kind, cause, pointer = err
+    cls = ERROR_TYPES.get(kind, RequestFailed)
+    return cls(rid, cause, kind, pointer)
+
+
+@dataclass
+class StepItem:
+    """One request's part of a step.
+
+    `tokens` are the tokens accepted since the last step (the request's first step: since the
+    prompt), applied after undoing `rollback` tokens. The worker then writes the bitmask row of
+    the next position into row `row` of the shared block and drafts up to `draft_width` tokens."""
+
+    rid: Any
+    tokens: tuple = ()
+    row: int = 0
+    draft_width: int = 0
+    rollback: int = 0
+
+    @classmethod
+    def of(cls, x: Any) -> "StepItem":
+        if isinstance(x, StepItem):
+            return x
+        if isinstance(x, dict):
+            return cls(**x)
+        return cls(*x)
+
+
+@dataclass
+class StepResult:
+    """What one step produced for one request.
+
+    On success the bitmask row is already in `pool.bitmask[row]` (a terminated request's row
+    allows exactly the stop tokens) and `draft` holds the draft tree (empty when the width was 0
+    or the request is terminated). On failure `error` is set, `draft` is None and the row is all
+    zero (no token allowed): drop the request."""
+
+    rid: Any
+    row: int
+    ok: bool
+    draft: Any = None  # factorspec.engine.interface.DraftTree
+    terminated: bool = False
+    error: Optional[RequestFailed] = None
+    compute_s: float = 0.0  # worker time spent on this request in this step
+
+    def raise_for_error(self) -> "StepResult":
+        if self.error is not None:
+            raise self.error
+        return self

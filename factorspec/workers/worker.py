@@ -1,0 +1,156 @@
+"""The worker process: holds the matchers of its requests, steps them, writes bitmask rows into
+the shared block and sends drafts back. Imports numpy and the core only (no torch)."""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import time
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from factorspec.workers import _core
+from factorspec.workers.protocol import encode_error
+
+Matcher = _core.matcher_class()
+
+from factorspec.graph.spec import compile_spec  # noqa: E402  (after the torch-free interface)
+
+
+class TokenRejected(Exception):
+    pass
+
+
+def _attach(name: str) -> Any:
+    """Attach to the pool's block without registering it with a resource tracker (the parent
+    owns and unlinks it; a tracker in a worker could unlink it when that worker exits)."""
+    from multiprocessing import resource_tracker, shared_memory
+
+    register = resource_tracker.register
+    resource_tracker.register = lambda *a, **k: None
+    try:
+        return shared_memory.SharedMemory(name=name)
+    finally:
+        resource_tracker.register = register
+
+
+class Worker:
+    def __init__(self, vocab: Any) -> None:
+        self.vocab = vocab
+        self.matchers: dict[Any, Any] = {}
+        self.failed: dict[Any, tuple] = {}
+        self.shm: Any = None
+        self.bitmask: Optional[np.ndarray] = None
+
+    def attach(self, name: str, rows: int, words: int) -> None:
+        if words < self.vocab.words:
+            raise ValueError(f"the shared block has {words} words a row; the vocabulary needs {self.vocab.words}")
+        self.shm = _attach(name)
+        self.bitmask = np.ndarray((rows, words), dtype=np.int32, buffer=self.shm.buf)
+
+    def add(self, rid: Any, doc: Any) -> Optional[tuple]:
+        self.failed.pop(rid, None)
+        try:
+            m = Matcher.for_spec(compile_spec(doc), self.vocab)
+        except Exception as e:  # noqa: BLE001 - every failure is reported for this request
+            self.failed[rid] = encode_error(e)
+            self.matchers.pop(rid, None)
+            return self.failed[rid]
+        self.matchers[rid] = m
+        return None
+
+    def remove(self, rid: Any) -> None:
+        self.matchers.pop(rid, None)
+        self.failed.pop(rid, None)
+
+    def step_one(self, rid: Any, tokens: Any, row: int, width: int, rollback: int) -> tuple:
+        t0 = time.perf_counter()
+        m = self.matchers.get(rid)
+        if m is None:
+            err = self.failed.get(rid) or ("RequestFailed", "unknown request (never added, or removed)", "")
+            self._zero(row)
+            return rid, False, err
+        try:
+            if rollback:
+                m.rollback(rollback)
+            for k, t in enumerate(tokens):
+                if not m.accept_token(int(t)):
+                    b = m.vocab.token_bytes[t] if 0 <= t < len(m.vocab.token_bytes) else None
+                    raise TokenRejected(f"token {t} ({b!r}) at position {k} of this step is not allowed "
+                                        f"after {m.num_accepted()} accepted tokens (text {bytes(m.text[-40:])!r})")
+            mask = m.next_token_mask()
+            bm = self.bitmask
+            if bm is None:
+                raise RuntimeError("worker has no shared bitmask block")
+            n = min(len(mask), bm.shape[1])
+            bm[row, :n] = mask[:n]
+            if n < bm.shape[1]:
+                bm[row, n:] = 0
+            term = m.is_terminated()
+            if width > 0 and not term:
+                d = m.draft(width)
+                draft = (d.tokens, d.parents, d.certain)
+            else:
+                draft = ([], [], [])
+        except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
+            self.matchers.pop(rid, None)
+            self.failed[rid] = encode_error(e)
+            self._zero(row)
+            return rid, False, self.failed[rid]
+        return rid, True, (draft, term, time.perf_counter() - t0)
+
+    def _zero(self, row: int) -> None:
+        if self.bitmask is not None and 0 <= row < self.bitmask.shape[0]:
+            self.bitmask[row, :] = 0
+
+    def close(self) -> None:
+        self.bitmask = None
+        if self.shm is not None:
+            try:
+                self.shm.close()
+            except BufferError:
+                pass
+
+
+def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
+    """Process entry point: serve messages until "close" or until the parent goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    try:
+        vocab = vocab_factory()
+    except Exception as e:  # noqa: BLE001
+        conn_out.send(("fatal", f"building the vocabulary failed: {encode_error(e)[1]}"))
+        return
+    w = Worker(vocab)
+    conn_out.send(("ready", os.getpid(), vocab.words, vocab.vocab_size, vocab.name))
+    try:
+        while True:
+            try:
+                msg = pickle.loads(conn_in.recv_bytes())
+            except (EOFError, OSError):
+                return
+            kind, seq = msg[0], msg[1]
+            if kind == "step":
+                t0 = time.perf_counter()
+                out = [w.step_one(*item) for item in msg[3]]
+                conn_out.send(("step", seq, msg[2], out, time.perf_counter() - t0))
+            elif kind == "add":
+                t0 = time.perf_counter()
+                err = w.add(msg[2], msg[3])
+                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
+            elif kind == "remove":
+                w.remove(msg[2])
+                conn_out.send(("ack", seq))
+            elif kind == "attach":
+                try:
+                    w.attach(*msg[2:])
+                except Exception as e:  # noqa: BLE001
+                    conn_out.send(("fatal", f"attaching the shared bitmask failed: {encode_error(e)[1]}"))
+                    return
+                conn_out.send(("ack", seq))
+            elif kind == "close":
+                return
+    except (BrokenPipeError, EOFError, OSError):
+        return
+    finally:
+        w.close()
