@@ -1,0 +1,217 @@
+"""MaskWorkerPool: masks and drafts equal the in-process matcher's; errors stay with their request;
+crashed and hung workers fail only their requests and are replaced."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from factorspec.graph import compile_spec
+from factorspec.workers import (BytesVocab, MaskWorkerPool, PoolError, RequestFailed, StepItem, StepTimeout,
+                                WorkerCrashed, _core)
+from worker_helpers import STOP, VOCAB, VOCAB_SIZE, certain_chain, decode, example_spec, pick, plan_specs
+
+Matcher = _core.matcher_class()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with MaskWorkerPool(2, VOCAB, max_rows=16, step_timeout=20.0) as p:
+        yield p
+
+
+def _local(spec: dict) -> Matcher:
+    return Matcher.for_spec(compile_spec(spec), VOCAB())
+
+
+def test_masks_and_drafts_equal_in_process_matcher(pool: MaskWorkerPool) -> None:
+    specs = plan_specs(4, seed=3) + [example_spec("meeting_schedule"), example_spec("seating_plan")]
+    rng = random.Random(7)
+    rids = [f"eq{k}" for k in range(len(specs))]
+    local = {rid: _local(s) for rid, s in zip(rids, specs)}
+    for rid, s in zip(rids, specs):
+        pool.add_request(rid, s, wait=True)
+    pending = {rid: [] for rid in rids}  # tokens to send at the next step
+    emitted = {rid: [] for rid in rids}
+    live = list(rids)
+    steps = 0
+    while live:
+        steps += 1
+        assert steps < 400
+        width = rng.choice([0, 1, 4, 16])
+        items = []
+        for k, rid in enumerate(live):
+            toks, rb = pending[rid], 0
+            if emitted[rid][: -len(toks) or None] and rng.random() < 0.2:
+                # undo the last token of the previous step and send it again: same stream
+                rb = 1
+                toks = [emitted[rid][-len(toks) - 1]] + toks
+            items.append(StepItem(rid, toks, row=k, draft_width=width, rollback=rb))
+        res = pool.step(items, timeout=20)
+        for k, rid in enumerate(live):
+            r = res[rid].raise_for_error()
+            m = local[rid]
+            for t in pending[rid]:
+                assert m.accept_token(t)
+            want = m.next_token_mask()
+            got = pool.bitmask[k]
+            assert np.array_equal(got[: len(want)], want), f"{rid} step {steps}"
+            assert not got[len(want):].any()
+            assert r.terminated == m.is_terminated()
+            if width and not m.is_terminated():
+                d = m.draft(width)
+                assert (r.draft.tokens, r.draft.parents, r.draft.certain) == (d.tokens, d.parents, d.certain)
+            else:
+                assert len(r.draft) == 0
+        nxt = []
+        for k, rid in enumerate(live):
+            if res[rid].terminated:
+                rec = decode(emitted[rid])
+                assert compile_spec(specs[rids.index(rid)]).check(rec) == []
+                pool.remove_request(rid)
+                continue
+            chain = certain_chain(res[rid].draft) if width else []
+            if chain and rng.random() < 0.7:
+                toks = chain[: rng.randint(1, len(chain))]
+            else:
+                toks = [pick(pool.bitmask[k], rng)]
+            pending[rid] = toks
+            emitted[rid] += toks
+            nxt.append(rid)
+        live = nxt
+    assert steps > 10
+
+
+def test_spec_errors_name_the_pointer(pool: MaskWorkerPool) -> None:
+    bad = {"type": "object", "properties": {"x": {"type": "strin"}}}
+    with pytest.raises(RequestFailed) as ei:
+        pool.add_request("bad-wait", bad, wait=True)
+    assert ei.value.kind == "SpecError" and ei.value.pointer == "/properties/x/type"
+    assert "'bad-wait'" in str(ei.value) and "/properties/x/type" in str(ei.value)
+    pool.add_request("bad-json", "{not json")
+    pool.add_request("good", plan_specs(1)[0])
+    res = pool.step([("bad-json", [], 0, 4), ("good", [], 1, 4), ("bad-wait", [], 2, 4)])
+    assert not res["bad-json"].ok and "not valid JSON" in str(res["bad-json"].error)
+    assert res["bad-wait"].error.kind == "SpecError"
+    assert res["good"].ok and len(res["good"].draft) == 4
+    assert not pool.bitmask[0].any() and pool.bitmask[1].any()
+    for rid in ("bad-json", "good", "bad-wait"):
+        pool.remove_request(rid)
+    assert "good" not in pool.requests()
+
+
+def test_raising_matcher_and_rejected_token_fail_only_that_request(pool: MaskWorkerPool) -> None:
+    specs = plan_specs(3, seed=5)
+    for k, s in enumerate(specs):
+        pool.add_request(f"m{k}", s)
+    # m0: rollback past the start makes the matcher raise; m1: a token outside the mask
+    res = pool.step([StepItem("m0", [], 0, 4, rollback=1000), ("m1", [ord("x")], 1, 4), ("m2", [], 2, 4)])
+    e0, e1 = res["m0"].error, res["m1"].error
+    assert isinstance(e0, RequestFailed) and e0.kind == "ValueError" and "cannot roll back" in e0.cause
+    assert isinstance(e1, RequestFailed) and e1.kind == "TokenRejected" and "b'x'" in e1.cause
+    assert res["m2"].ok
+    # the failed requests stay failed (same error), the other one goes on
+    res = pool.step([("m0", [], 0, 0), ("m2", certain_chain(res["m2"].draft), 2, 4)])
+    assert res["m0"].error is not None and "cannot roll back" in str(res["m0"].error)
+    assert res["m2"].ok
+    for k in range(3):
+        pool.remove_request(f"m{k}")
+
+
+def test_bad_calls_raise_at_once(pool: MaskWorkerPool) -> None:
+    pool.add_request("dup", plan_specs(1)[0])
+    with pytest.raises(ValueError):
+        pool.add_request("dup", plan_specs(1)[0])
+    with pytest.raises(ValueError):
+        pool.submit_step([("dup", [], 99, 0)])
+    with pytest.raises(ValueError):
+        pool.submit_step([("dup", [], 0, 0), ("other", [], 0, 0)])
+    res = pool.step([("never-added", [], 3, 0), ("dup", [], 4, 0)])
+    assert "unknown request" in str(res["never-added"].error)
+    assert res["dup"].ok
+    pool.remove_request("dup")
+
+
+def test_killed_worker_fails_only_its_requests_and_is_replaced() -> None:
+    specs = plan_specs(6, seed=11)
+    with MaskWorkerPool(2, VOCAB, max_rows=8, step_timeout=20.0) as pool:
+        for k, s in enumerate(specs):
+            pool.add_request(k, s, wait=True)
+        where = pool.requests()
+        assert sorted(where.values()) == [0, 0, 0, 1, 1, 1]  # least loaded
+        res = pool.step([(k, [], k, 4) for k in range(6)])
+        assert all(r.ok for r in res.values())
+        victim = pool.worker_pids()[0]
+        os.kill(victim, signal.SIGKILL)
+        t0 = time.monotonic()
+        res = pool.step([(k, certain_chain(res[k].draft), k, 4) for k in range(6)])
+        assert time.monotonic() - t0 < 10
+        for k in range(6):
+            if where[k] == 0:
+                e = res[k].error
+                assert isinstance(e, WorkerCrashed) and "SIGKILL" in str(e) and f"request {k!r}" in str(e)
+                assert str(victim) in e.cause
+                assert not pool.bitmask[k].any()
+            else:
+                assert res[k].ok
+        assert pool.restarts == 1 and victim not in pool.worker_pids() and len(pool.worker_pids()) == 2
+        # the replacement serves new requests
+        pool.add_request("new", specs[0], wait=True)
+        assert pool.requests()["new"] == 0
+        assert pool.step([("new", [], 7, 4)])["new"].ok
+
+
+def test_hung_worker_times_out_is_killed_and_replaced() -> None:
+    specs = plan_specs(2, seed=13)
+    with MaskWorkerPool(2, VOCAB, max_rows=4, step_timeout=20.0) as pool:
+        pool.add_request("a", specs[0], wait=True)
+        pool.add_request("b", specs[1], wait=True)
+        slot_a = pool.requests()["a"]
+        pid = pool.worker_pids()[slot_a]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            res = pool.step([("a", [], 0, 4), ("b", [], 1, 4)], timeout=0.5)
+            assert time.monotonic() - t0 < 3.0
+        finally:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        e = res["a"].error
+        assert isinstance(e, StepTimeout) and "0.5 s budget" in str(e) and "'a'" in str(e)
+        assert res["b"].ok
+        assert pid not in pool.worker_pids() and pool.restarts == 1
+        pool.add_request("c", specs[0], wait=True)
+        assert pool.step([("c", [], 2, 4)])["c"].ok
+
+
+def test_vocabulary_that_cannot_build_is_a_pool_error() -> None:
+    with pytest.raises(PoolError, match="needs at least one stop token"):
+        MaskWorkerPool(1, BytesVocab((b"a", b"b"), ()), max_rows=2, start_timeout=30)
+
+
+def test_pool_bitmask_is_a_shared_block_and_close_is_clean() -> None:
+    pool = MaskWorkerPool(1, VOCAB, max_rows=3)
+    assert pool.bitmask.shape == (3, (VOCAB_SIZE + 31) // 32) and pool.bitmask.dtype == np.int32
+    name = pool._shm.name
+    pids = pool.worker_pids()
+    pool.close()
+    assert not os.path.exists(f"/dev/shm/{name}")
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    with pytest.raises(PoolError):
+        pool.add_request("x", {})
+
+
+def test_workers_do_not_import_torch() -> None:
+    code = ("import sys, factorspec.workers, factorspec.workers.worker; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
