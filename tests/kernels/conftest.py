@@ -15,3 +15,8 @@ if _ROOT not in sys.path:
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+import torch  # noqa: E402
+
+# Shared 2-core machines: OpenMP spinning with 2 intra-op threads makes tiny ops 100x slower.
+torch.set_num_threads(1)
