@@ -116,7 +116,11 @@ class StepHandle:
         self.slot_rids: dict[int, list] = {}
         self.rows: dict[Any, int] = {}
         self.submitted = time.perf_counter()
-        self.worker_s: dict[int, float] = {}  # slot -> worker time for the whole step
+        self.worker_s: dict[int, float] = {}  # slot -> worker compute time for the whole step
+        # slot -> (worker began, worker finished, parent started reading the reply): perf_counter
+        # is CLOCK_MONOTONIC, comparable across processes on one host
+        self.spans: dict[int, tuple] = {}
+        self.collected: float = 0.0
 
     @property
     def done(self) -> bool:
@@ -288,6 +292,7 @@ class MaskWorkerPool:
                 break
             self._pump(left)
         self._steps.pop(handle.id, None)
+        handle.collected = time.perf_counter()
         return {rid: handle.results[rid] for rid in handle.order}
 
     def step(self, items: Iterable[Any], timeout: Optional[float] = None) -> dict[Any, StepResult]:
@@ -431,13 +436,15 @@ class MaskWorkerPool:
     def _handle(self, s: _Slot, msg: tuple) -> None:
         kind = msg[0]
         if kind == "step":
-            _, seq, step_id, out, step_s = msg
+            _, seq, step_id, out, (w_begin, w_end) = msg
+            t_read = time.perf_counter()
             self._acked(s, seq)
             h = self._steps.get(step_id)
             if h is None or h.pending.get(s.index) != s.generation:
                 return  # a step already given up on
             del h.pending[s.index]
-            h.worker_s[s.index] = step_s
+            h.worker_s[s.index] = w_end - w_begin
+            h.spans[s.index] = (w_begin, w_end, t_read)
             DT = self._DraftTree
             for rid, ok, payload in out:
                 row = h.rows[rid]

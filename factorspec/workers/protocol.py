@@ -11,7 +11,7 @@ worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
                    ("ack", seq)                           after attach/remove
                    ("added", seq, rid, error | None, compile_s)
-                   ("step", seq, step_id, [(rid, ok, payload), ...], step_s)
+                   ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end))
 
 Every reply carries the sequence number of the last message the worker has read, so the parent
 knows how many bytes are still unread in the pipe. An error travels as

@@ -133,7 +133,8 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             if kind == "step":
                 t0 = time.perf_counter()
                 out = [w.step_one(*item) for item in msg[3]]
-                conn_out.send(("step", seq, msg[2], out, time.perf_counter() - t0))
+                t1 = time.perf_counter()
+                conn_out.send(("step", seq, msg[2], out, (t0, t1)))
             elif kind == "add":
                 t0 = time.perf_counter()
                 err = w.add(msg[2], msg[3])

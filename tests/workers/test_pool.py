@@ -215,3 +215,71 @@ def test_workers_do_not_import_torch() -> None:
     code = ("import sys, factorspec.workers, factorspec.workers.worker; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_queued_sends_keep_their_order(pool: MaskWorkerPool) -> None:
+    """When a worker's pipe is (as if) full, a sender thread writes; order is kept throughout."""
+    slots = list(pool._slots)
+    saved = [s.capacity for s in slots]
+    specs = plan_specs(4, seed=17)
+    local = [_local(s) for s in specs]
+    try:
+        for s in slots:
+            s.capacity = 1  # every message goes through the sender thread
+        for k, s in enumerate(specs):
+            pool.add_request(f"q{k}", s)
+        toks = {k: [] for k in range(4)}
+        for _ in range(6):
+            res = pool.step([(f"q{k}", toks[k], k, 4) for k in range(4)])
+            for k in range(4):
+                r = res[f"q{k}"].raise_for_error()
+                for t in toks[k]:
+                    assert local[k].accept_token(t)
+                assert np.array_equal(pool.bitmask[k][: len(local[k].next_token_mask())], local[k].next_token_mask())
+                toks[k] = certain_chain(r.draft)[:2] or [pick(pool.bitmask[k], random.Random(k))]
+        assert any(s.sender is not None for s in slots)
+    finally:
+        for s, c in zip(slots, saved):
+            s.capacity = c
+        for k in range(4):
+            pool.remove_request(f"q{k}")
+
+
+def test_timeout_without_kill_fails_only_the_late_requests() -> None:
+    specs = plan_specs(3, seed=19)
+    with MaskWorkerPool(1, VOCAB, max_rows=4, kill_on_timeout=False, assign="hash") as pool:
+        for k, s in enumerate(specs):
+            pool.add_request(k, s, wait=True)
+        pid = pool.worker_pids()[0]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            res = pool.step([(0, [], 0, 4), (1, [], 1, 4)], timeout=0.3)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert all(isinstance(r.error, StepTimeout) for r in res.values())
+        assert pool.worker_pids() == [pid] and pool.restarts == 0
+        res = pool.step([(0, [], 0, 4), (2, [], 2, 4)])  # the late reply of the old step is dropped
+        assert isinstance(res[0].error, StepTimeout) and res[2].ok
+
+
+@pytest.mark.skipif(not os.environ.get("FACTORSPEC_WORKERS_MODEL_TEST"),
+                    reason="loads a real tokenizer in a worker (~30 s); set FACTORSPEC_WORKERS_MODEL_TEST=1")
+def test_model_vocabulary_by_name() -> None:
+    from factorspec.models import DEFAULT_MODEL, load_tokenizer
+    from factorspec.models.vocab import vocab_for
+
+    spec = plan_specs(1)[0]
+    with MaskWorkerPool(1, DEFAULT_MODEL, max_rows=2, start_timeout=300) as pool:
+        pool.add_request("m", spec, wait=True, timeout=60)
+        v = vocab_for(load_tokenizer(DEFAULT_MODEL))
+        m = Matcher.for_spec(compile_spec(spec), v)
+        toks: list = []
+        for _ in range(4):
+            r = pool.step([("m", toks, 1, 8)], timeout=60)["m"].raise_for_error()
+            for t in toks:
+                assert m.accept_token(t)
+            assert np.array_equal(pool.bitmask[1], m.next_token_mask())
+            d = m.draft(8)
+            assert r.draft.tokens == d.tokens
+            toks = certain_chain(r.draft) or [int(np.flatnonzero(np.unpackbits(
+                pool.bitmask[1].view(np.uint8), bitorder="little"))[0])]
