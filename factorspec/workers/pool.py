@@ -17,7 +17,10 @@ Failures stay local: a malformed spec, a rejected token or a raising matcher fai
 (`RequestFailed`, naming it and the cause); a worker that dies fails exactly the requests it held
 (`WorkerCrashed`) and is replaced by a fresh process; a step that overruns its budget fails with
 `StepTimeout` (its worker is killed and replaced unless kill_on_timeout=False). `collect` always
-returns by its deadline.
+returns by its deadline. With kill_on_timeout=False the late worker finishes its step but writes
+no further rows of it (it checks a cancel word in the shared block before each row), so the
+caller may reuse those rows; only a row being written at the very instant of the timeout can
+still land.
 
 Not thread-safe: drive a pool from one thread (the engine loop).
 """
@@ -162,6 +165,8 @@ class MaskWorkerPool:
         self._procs: list = []  # every process started, for the finalizer
         self._shm: Any = None
         self._bitmask: Optional[np.ndarray] = None
+        self._cancelled: Optional[np.ndarray] = None
+        self._ctrl_offset = 0
         self.words: Optional[int] = (vocab_size + 31) // 32 if vocab_size else None
         self._finalizer = weakref.finalize(self, _cleanup, self._procs, [None])
         self._slots: list[_Slot] = []
@@ -173,11 +178,16 @@ class MaskWorkerPool:
                 self._wait_or_fail(deadline, "the first worker to build its vocabulary")
             from multiprocessing import shared_memory
 
-            self._shm = shared_memory.SharedMemory(create=True, size=max_rows * self.words * 4)
+            # the bitmask rows, then one int64 per slot: the last step id cancelled on that slot
+            self._ctrl_offset = (max_rows * self.words * 4 + 7) // 8 * 8
+            self._shm = shared_memory.SharedMemory(create=True, size=self._ctrl_offset + 8 * num_workers)
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _cleanup, self._procs, [self._shm])
             self._bitmask = np.ndarray((max_rows, self.words), dtype=np.int32, buffer=self._shm.buf)
             self._bitmask[:] = 0
+            self._cancelled = np.ndarray((num_workers,), dtype=np.int64, buffer=self._shm.buf,
+                                         offset=self._ctrl_offset)
+            self._cancelled[:] = 0
             for s in self._slots:
                 if not s.dead:
                     self._attach(s)
@@ -316,7 +326,7 @@ class MaskWorkerPool:
                     s.proc.kill()
                     s.proc.join(1.0)
             self._retire(s)
-        self._bitmask = None
+        self._bitmask = self._cancelled = None
         if self._shm is not None:
             try:
                 self._shm.close()
@@ -360,7 +370,8 @@ class MaskWorkerPool:
         return s
 
     def _attach(self, s: _Slot) -> None:
-        self._send(s, "attach", self._shm.name, self.max_rows, self.words)
+        self._send(s, "attach", self._shm.name, self.max_rows, self.words, s.index, self._ctrl_offset,
+                   self.num_workers)
 
     def _send(self, s: _Slot, kind: str, *args: Any) -> None:
         s.seq += 1
@@ -520,13 +531,17 @@ class MaskWorkerPool:
                         err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
                         self._fail_result(h, rid, err)
         self._retire(s)
-        if not s.ready:
+        code = s.proc.exitcode
+        if not s.ready and code is not None and code >= 0:  # it exited on its own while starting
             self._start_failures[s.index] += 1
             if self._start_failures[s.index] >= 3 and s.fatal is None:
                 s.fatal = f"died {self._start_failures[s.index]} times in a row before it was ready ({cause})"
         if s.fatal is None and not self._closed:
             self.restarts += 1
-            self._slots[s.index] = self._spawn(s.index, s.generation + 1)
+            try:
+                self._slots[s.index] = self._spawn(s.index, s.generation + 1)
+            except Exception as e:  # noqa: BLE001 - the slot stays dead; the others go on
+                s.fatal = f"could not start a replacement: {type(e).__name__}: {e}"
 
     def _retire(self, s: _Slot) -> None:
         s.dead = True
@@ -548,6 +563,9 @@ class MaskWorkerPool:
                 s.proc.join(1.0)
                 self._on_dead(s, cause + "; the worker was killed and replaced", timed_out=rids)
             else:
+                # the worker may still be on this step: it checks this before each row it writes
+                if self._cancelled is not None:
+                    self._cancelled[idx] = max(int(self._cancelled[idx]), h.id)
                 h.pending.pop(idx, None)
                 for rid in rids:
                     if rid not in h.results:

@@ -2,7 +2,7 @@
 
 Messages are plain tuples (pickled once by the sender):
 
-parent -> worker   ("attach", seq, shm_name, rows, words)
+parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
                    ("add", seq, rid, spec_doc)
                    ("remove", seq, rid)
                    ("step", seq, step_id, [(rid, tokens, row, draft_width, rollback), ...])

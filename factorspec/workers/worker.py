@@ -42,12 +42,30 @@ class Worker:
         self.failed: dict[Any, tuple] = {}
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
+        self.cancelled: Optional[np.ndarray] = None
+        self.slot = 0
 
-    def attach(self, name: str, rows: int, words: int) -> None:
+    def attach(self, name: str, rows: int, words: int, slot: int, ctrl_offset: int, n_slots: int) -> None:
         if words < self.vocab.words:
             raise ValueError(f"the shared block has {words} words a row; the vocabulary needs {self.vocab.words}")
         self.shm = _attach(name)
         self.bitmask = np.ndarray((rows, words), dtype=np.int32, buffer=self.shm.buf)
+        self.cancelled = np.ndarray((n_slots,), dtype=np.int64, buffer=self.shm.buf, offset=ctrl_offset)
+        self.slot = slot
+
+    def step(self, step_id: int, items: list) -> list:
+        out = []
+        for k, item in enumerate(items):
+            if self.cancelled is not None and self.cancelled[self.slot] >= step_id:
+                # the parent gave up on this step: its rows may already belong to other requests
+                err = ("StepTimeout", "the step was cancelled after its budget ran out", "")
+                for rid, *_ in items[k:]:
+                    self.matchers.pop(rid, None)
+                    self.failed[rid] = err
+                    out.append((rid, False, err))
+                break
+            out.append(self.step_one(*item))
+        return out
 
     def add(self, rid: Any, doc: Any) -> Optional[tuple]:
         self.failed.pop(rid, None)
@@ -105,7 +123,7 @@ class Worker:
             self.bitmask[row, :] = 0
 
     def close(self) -> None:
-        self.bitmask = None
+        self.bitmask = self.cancelled = None
         if self.shm is not None:
             try:
                 self.shm.close()
@@ -132,7 +150,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             kind, seq = msg[0], msg[1]
             if kind == "step":
                 t0 = time.perf_counter()
-                out = [w.step_one(*item) for item in msg[3]]
+                out = w.step(msg[2], msg[3])
                 t1 = time.perf_counter()
                 conn_out.send(("step", seq, msg[2], out, (t0, t1)))
             elif kind == "add":

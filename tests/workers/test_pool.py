@@ -258,8 +258,10 @@ def test_timeout_without_kill_fails_only_the_late_requests() -> None:
             os.kill(pid, signal.SIGCONT)
         assert all(isinstance(r.error, StepTimeout) for r in res.values())
         assert pool.worker_pids() == [pid] and pool.restarts == 0
-        res = pool.step([(0, [], 0, 4), (2, [], 2, 4)])  # the late reply of the old step is dropped
+        pool.bitmask[0:2] = 12345  # the caller reuses the rows at once
+        res = pool.step([(0, [], 3, 4), (2, [], 2, 4)])  # the late reply of the old step is dropped
         assert isinstance(res[0].error, StepTimeout) and res[2].ok
+        assert (pool.bitmask[0:2] == 12345).all()  # the late worker did not write the cancelled rows
 
 
 @pytest.mark.skipif(not os.environ.get("FACTORSPEC_WORKERS_MODEL_TEST"),
