@@ -302,6 +302,9 @@ class MaskWorkerPool:
                 break
             self._pump(left)
         self._steps.pop(handle.id, None)
+        for rid in handle.order:
+            if rid not in handle.results:  # defensive: a reply that left a request out
+                self._fail_result(handle, rid, RequestFailed(rid, f"step {handle.id} returned no result for it"))
         handle.collected = time.perf_counter()
         return {rid: handle.results[rid] for rid in handle.order}
 
