@@ -30,6 +30,8 @@ SMALL_DOMAIN = 64  # numeric slots with at most this many candidate values are m
 _NUM_PREFIX = re.compile(rb"-?(0|[1-9][0-9]*)?(\.[0-9]*)?")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _ESC = frozenset(b'"\\/bfnrt')
+# allowed range of the next UTF-8 continuation byte: 0 any, 1 after E0, 2 after ED, 3 after F0, 4 after F4
+_CONT = ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F))
 
 
 class TextMachine:
@@ -336,7 +338,10 @@ class TextMachine:
         node: Scalar = self.node_at(path)  # type: ignore[assignment]
         mx = node.max_len
         if pend:
-            return ("T", path, nchars, esc, pend - 1) if 0x80 <= b <= 0xBF else None
+            # pend = bytes still due + 10 * (range rule of the next one: no overlong forms,
+            # no surrogates, nothing past U+10FFFF; see _CONT)
+            lo, hi = _CONT[pend // 10]
+            return ("T", path, nchars, esc, pend % 10 - 1) if lo <= b <= hi else None
         if esc == 1:
             if b in _ESC:
                 return ("T", path, nchars + 1, 0, 0)
@@ -359,9 +364,9 @@ class TextMachine:
         if 0xC2 <= b <= 0xDF:
             return ("T", path, nchars + 1, 0, 1)
         if 0xE0 <= b <= 0xEF:
-            return ("T", path, nchars + 1, 0, 2)
+            return ("T", path, nchars + 1, 0, 2 + (10 if b == 0xE0 else 20 if b == 0xED else 0))
         if 0xF0 <= b <= 0xF4:
-            return ("T", path, nchars + 1, 0, 3)
+            return ("T", path, nchars + 1, 0, 3 + (30 if b == 0xF0 else 40 if b == 0xF4 else 0))
         return None
 
     # -- queries ----------------------------------------------------------------------------------

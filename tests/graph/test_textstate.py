@@ -1,0 +1,56 @@
+"""Byte-level checks of the TextMachine's free-text strings against Python's UTF-8 decoder."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from factorspec.graph import compile_spec
+from factorspec.graph.textstate import TextMachine
+
+
+@pytest.fixture(scope="module")
+def tm() -> TextMachine:
+    cs = compile_spec({"type": "object", "properties": {"s": {"type": "string", "maxLength": 6}},
+                       "required": ["s"], "additionalProperties": False})
+    return TextMachine(cs)
+
+
+def _accepts(tm: TextMachine, body: bytes) -> bool:
+    c = tm.initial()
+    for b in b'{"s": "' + body + b'"}':
+        c = tm.step(c, b)
+        if not c:
+            return False
+    return tm.is_final(c)
+
+
+def _valid(body: bytes) -> bool:
+    try:
+        s = json.loads(b'"' + body + b'"')
+    except (UnicodeDecodeError, ValueError):
+        return False
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return len(s) <= 6
+
+
+@pytest.mark.parametrize("body", [b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xe0\x80\x80", b"\xe0\xa0\x80",
+                                  b"\xf0\x80\x80\x80", b"\xf0\x90\x80\x80", b"\xf4\x90\x80\x80",
+                                  b"\xf4\x8f\xbf\xbf", b"\xc0\xaf", b"\xc1\xbf", b"\xf5\x80\x80\x80",
+                                  "é€😀".encode(), b"\x80", b"abc\xc3", b"a\x7f"])
+def test_utf8_edge_cases(tm: TextMachine, body: bytes) -> None:
+    assert _accepts(tm, body) == _valid(body), body
+
+
+def test_random_byte_strings_match_the_decoder(tm: TextMachine) -> None:
+    """Random short byte strings (biased to UTF-8 lead/continuation bytes) are accepted exactly when
+    they are valid UTF-8 JSON string bodies of at most 6 characters."""
+    rng = random.Random(0)
+    pool = list(range(0x20, 0x7F)) + list(range(0x80, 0xC0)) + list(range(0xC0, 0x100)) * 2
+    for _ in range(4000):
+        body = bytes(rng.choice(pool) for _ in range(rng.randint(1, 8)))
+        assert _accepts(tm, body) == _valid(body), body
