@@ -24,7 +24,7 @@ from .assemble_torch import DraftBatch, assemble_drafts_torch
 from .bitmask import apply_bitmask
 from .bitmask_torch import apply_bitmask_torch, unpack_bitmask
 from .tree_mask import build_tree_verify_inputs, check_trees, flatten_parents
-from .tree_mask_torch import TreeVerifyInputs, build_tree_verify_inputs_torch
+from .tree_mask_torch import TreeVerifyInputs, build_tree_verify_inputs_torch, tree_sizes
 from .verify import verify_tree_greedy
 from .verify_torch import GreedyVerifyResult, verify_tree_greedy_torch
 
@@ -44,6 +44,7 @@ __all__ = [
     "flatten_parents",
     "interpreter_enabled",
     "unpack_bitmask",
+    "tree_sizes",
     "use_triton",
     "verify_tree_greedy",
     "verify_tree_greedy_torch",

@@ -6,7 +6,7 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 
 from ._backend import Backend, use_triton
-from .tree_mask_torch import TreeVerifyInputs, build_tree_verify_inputs_torch
+from .tree_mask_torch import TreeVerifyInputs, build_tree_verify_inputs_torch, tree_sizes  # noqa: F401
 
 ParentsLike = Union[torch.Tensor, Sequence[int]]
 
@@ -44,6 +44,7 @@ def build_tree_verify_inputs(
     *,
     max_nodes: Optional[int] = None,
     build_full_mask: bool = True,
+    sizes: Optional[Tuple[int, int, int]] = None,
     backend: Backend = "auto",
 ) -> TreeVerifyInputs:
     """Build positions, attention masks and SGLang retrieval arrays for ragged draft trees.
@@ -57,6 +58,9 @@ def build_tree_verify_inputs(
         max_nodes: width of the ``[bs, max_nodes]`` retrieval arrays (default: widest request).
         build_full_mask: skip the (large) prefix-inclusive mask when the attention backend only
             needs the q-length-only one.
+        sizes: ``(max_nodes, full_mask_numel, qlen_mask_numel)`` from :func:`tree_sizes` when the
+            host already knows them (e.g. from CPU-side widths): saves the one device sync, so the
+            CUDA path is a single launch.
 
     Returns :class:`TreeVerifyInputs` (see its docstring for shapes).
     """
@@ -71,5 +75,5 @@ def build_tree_verify_inputs(
     if use_triton(parents, backend):
         from .tree_mask_triton import build_tree_verify_inputs_triton
 
-        return build_tree_verify_inputs_triton(parents, cu_nodes, prefix_lens, max_nodes, build_full_mask)
-    return build_tree_verify_inputs_torch(parents, cu_nodes, prefix_lens, max_nodes, build_full_mask)
+        return build_tree_verify_inputs_triton(parents, cu_nodes, prefix_lens, max_nodes, build_full_mask, sizes)
+    return build_tree_verify_inputs_torch(parents, cu_nodes, prefix_lens, max_nodes, build_full_mask, sizes)

@@ -13,7 +13,7 @@ already in the KV cache); a node at depth d at ``prefix_lens[b] + d``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 
@@ -68,7 +68,12 @@ def build_tree_verify_inputs_torch(
     prefix_lens: torch.Tensor,
     max_nodes: Optional[int] = None,
     build_full_mask: bool = True,
+    sizes: Optional[Tuple[int, int, int]] = None,
 ) -> TreeVerifyInputs:
+    """Reference for :func:`factorspec.kernels.build_tree_verify_inputs` (``sizes`` is accepted
+    for signature parity and only checked)."""
+    if sizes is not None and max_nodes is None:
+        max_nodes = sizes[0]
     dev = parents.device
     cu = cu_nodes.to(device=dev, dtype=torch.int64)
     prefix = prefix_lens.to(device=dev, dtype=torch.int64)

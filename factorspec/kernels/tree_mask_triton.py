@@ -7,14 +7,14 @@ earlier requests), so no host-side cumsum launches are needed.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import triton
 import triton.language as tl
 
 from ._backend import interpreter_enabled, next_pow2
-from .tree_mask_torch import TreeVerifyInputs, _exclusive_cumsum, tree_sizes
+from .tree_mask_torch import TreeVerifyInputs, tree_sizes
 
 
 @triton.jit
@@ -23,6 +23,7 @@ def tree_verify_inputs_kernel(
     cu_ptr,
     prefix_ptr,
     pos_ptr,
+    cu_full_ptr,
     full_ptr,
     qlen_ptr,
     packed_ptr,
@@ -55,6 +56,10 @@ def tree_verify_inputs_kernel(
         off_q += tl.sum(nn * nn, axis=0)
         off_f += tl.sum(nn * (pp + nn), axis=0)
 
+    # Each program writes its own start and end (the next one's start: same value, no conflict).
+    tl.store(cu_full_ptr + b, off_f)
+    tl.store(cu_full_ptr + b + 1, off_f + n.to(tl.int64) * (prefix + n.to(tl.int64)))
+
     rows = tl.arange(0, BLOCK_N)
     cols = tl.arange(0, BLOCK_N)
     rvalid = rows < n
@@ -85,12 +90,15 @@ def tree_verify_inputs_kernel(
             pc = p0 + tl.arange(0, BLOCK_P)
             tl.store(full_ptr + row_base[:, None] + pc[None, :], ones, mask=rvalid[:, None] & (pc < prefix)[None, :])
 
-    # Bits within a word are distinct, so an int64 sum is their OR (and the interpreter runs a
-    # built-in sum far faster than a custom combine); truncating to int32 keeps bit 31.
-    bitval = tl.full([BLOCK_N], 1, tl.int64) << (cols % 32).to(tl.int64)
+    # Bits within a word are distinct, so a sum is their OR (the interpreter runs a built-in sum
+    # far faster than a custom combine). Two 16-bit halves keep every int32 sum overflow-free.
+    bitval = tl.full([BLOCK_N], 1, tl.int32) << (cols % 16)
     for w in tl.static_range(NWORDS_MAX):
-        sel = anc & ((cols // 32) == w)[None, :]
-        word = tl.sum(tl.where(sel, bitval[None, :], 0), axis=1).to(tl.int32)
+        lo = anc & ((cols // 16) == 2 * w)[None, :]
+        hi = anc & ((cols // 16) == 2 * w + 1)[None, :]
+        word_lo = tl.sum(tl.where(lo, bitval[None, :], 0), axis=1)
+        word_hi = tl.sum(tl.where(hi, bitval[None, :], 0), axis=1)
+        word = word_lo | (word_hi << 16)
         tl.store(packed_ptr + (start + rows) * nwords + w, word, mask=rvalid & (w < nwords))
 
     # Retrieval arrays (local indices); children of a node are the nodes whose parent it is.
@@ -106,44 +114,51 @@ def tree_verify_inputs_kernel(
     tl.store(rsib_ptr + rbase, tl.where(rvalid & (next_sib < big), next_sib, -1).to(tl.int64), mask=out_mask)
 
 
+def tree_kernel_warps(block_n: int) -> int:
+    """Warps per program: N x N register tiles need more threads once N reaches 64 (also what the
+    sm_90 compile test uses)."""
+    return 8 if block_n >= 64 else 4
+
+
 def build_tree_verify_inputs_triton(
     parents: torch.Tensor,
     cu_nodes: torch.Tensor,
     prefix_lens: torch.Tensor,
     max_nodes: Optional[int] = None,
     build_full_mask: bool = True,
+    sizes: Optional[Tuple[int, int, int]] = None,
 ) -> TreeVerifyInputs:
-    """Same contract as the torch reference. Output sizes need one small device-to-host copy."""
+    """Same contract as the torch reference. Output sizes need one small device-to-host copy
+    unless ``sizes`` (see :func:`tree_sizes`) is given; then it is a single launch."""
     dev = parents.device
     bs = cu_nodes.numel() - 1
     cu_nodes = cu_nodes.to(device=dev).contiguous()
     prefix_lens = prefix_lens.to(device=dev).contiguous()
     parents = parents.contiguous()
-    mx, full_numel, qlen_numel = tree_sizes(cu_nodes, prefix_lens)
+    mx, full_numel, qlen_numel = sizes if sizes is not None else tree_sizes(cu_nodes, prefix_lens)
     if max_nodes is None:
         max_nodes = mx
     elif max_nodes < mx:
         raise ValueError(f"max_nodes={max_nodes} < widest request ({mx} nodes)")
     total = parents.numel()
     nwords = (max_nodes + 31) // 32
-    n = (cu_nodes[1:] - cu_nodes[:-1]).to(torch.int64)
     positions = torch.empty(total, dtype=torch.int64, device=dev)
     tree_mask = torch.empty(full_numel if build_full_mask else 0, dtype=torch.bool, device=dev)
     tree_mask_qlen = torch.empty(qlen_numel, dtype=torch.bool, device=dev)
     packed = torch.empty(total, nwords, dtype=torch.int32, device=dev)
     retr = torch.empty(3, bs, max_nodes, dtype=torch.int64, device=dev)
-    cu_full = _exclusive_cumsum(n * (prefix_lens.to(torch.int64) + n))
+    cu_full = torch.zeros(bs + 1, dtype=torch.int64, device=dev)
     if bs == 0:
         return TreeVerifyInputs(positions, tree_mask, cu_full, tree_mask_qlen, packed, retr[0], retr[1], retr[2])
     block_n = max(next_pow2(max_nodes), 16)
     on_gpu = dev.type == "cuda" and not interpreter_enabled()
     block_p = max(2048 // block_n, 16) if on_gpu else 1024
     tree_verify_inputs_kernel[(bs,)](
-        parents, cu_nodes, prefix_lens, positions, tree_mask, tree_mask_qlen, packed,
+        parents, cu_nodes, prefix_lens, positions, cu_full, tree_mask, tree_mask_qlen, packed,
         retr[0], retr[1], retr[2], max_nodes, nwords,
         BUILD_FULL=build_full_mask, BLOCK_N=block_n, BLOCK_P=block_p, BLOCK_B=128,
         NWORDS_MAX=triton.cdiv(block_n, 32),
-        num_warps=4 if on_gpu else 1,
+        num_warps=tree_kernel_warps(block_n) if on_gpu else 1,
     )
     return TreeVerifyInputs(positions, tree_mask, cu_full, tree_mask_qlen, packed, retr[0], retr[1], retr[2])
 
