@@ -1,7 +1,22 @@
 """Decoding engines. `interface` is the engine/constraint contract; `engine.Engine` is the
-reference transformers loop (greedy, tree-verified drafts, continuous batching)."""
-from factorspec.engine.engine import Engine, Request, RequestState, RequestStats, Result, fixed_width
+reference transformers loop (greedy, tree-verified drafts, continuous batching).
+
+The engine loop imports torch; it is loaded lazily so that the core (and CPU mask workers) can
+use `factorspec.engine.interface` without importing torch."""
+from __future__ import annotations
+
+from typing import Any
+
 from factorspec.engine.interface import DraftTree, RequestConstraint
 
-__all__ = ["Engine", "Request", "RequestState", "RequestStats", "Result", "fixed_width",
-           "DraftTree", "RequestConstraint"]
+_LAZY = ("Engine", "Request", "RequestState", "RequestStats", "Result", "fixed_width")
+
+__all__ = list(_LAZY) + ["DraftTree", "RequestConstraint"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from factorspec.engine import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'factorspec.engine' has no attribute {name!r}")

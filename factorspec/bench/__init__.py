@@ -1,0 +1,1 @@
+"""The main job (`factorspec run`) and the side-by-side benchmark (`factorspec bench`)."""
