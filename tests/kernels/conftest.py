@@ -6,7 +6,8 @@ is set here, before the test modules import triton or factorspec.kernels.*_trito
 import os
 import sys
 
-os.environ["TRITON_INTERPRET"] = "1"
+# An explicit TRITON_INTERPRET=0 (gpu_check.sh running the sglang cross-checks on CUDA) is kept.
+os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("SGLANG_CACHE_DIR", "/tmp/factorspec-sglang-cache")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
