@@ -7,6 +7,7 @@ item of a variable-length array (or an optional field) applies only when that it
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional, Union
@@ -85,6 +86,8 @@ def _norm_value(v: Any, where: str) -> Any:
     if isinstance(v, int):
         return v
     if isinstance(v, float):
+        if not math.isfinite(v):
+            raise SpecError(where, f"table values must be finite numbers, got {v!r}")
         f = Fraction(repr(v))
         return int(f) if f.denominator == 1 else f
     raise SpecError(where, f"table values must be JSON scalars, got {json.dumps(v)[:40]}")
@@ -150,8 +153,10 @@ class Grounder:
     def _new_var(self, path: tuple, kind: str, lo: int, hi: int, **kw: Any) -> N.Var:
         if len(self.vars) >= MAX_VARS:
             raise self.err(f"more than {MAX_VARS} variables: the record is too large to ground")
+        # a presence bit is guarded by its ancestors only (not by itself: that recursed forever)
+        upto = kw.pop("guard_upto", len(path) if kw.get("structural") else None)
         v = N.Var(len(self.vars), kw.pop("name", path_text(path)), path, kind, lo, hi, **kw)
-        g = self.guards(path, upto=len(path) if kw.get("structural") else None)
+        g = self.guards(path, upto=upto)
         v.guard = N.conj(g)
         self.vars.append(v)
         return v
@@ -182,11 +187,18 @@ class Grounder:
         self.var_of[ref.path] = v
         return v
 
+    def _check_max_items(self, path: tuple, a: Arr) -> int:
+        if a.max_items is None:
+            raise self.err(f"array {path_text(path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        if a.max_items > MAX_VARS:
+            raise self.err(f"array {path_text(path)} ({a.pointer or '/'}) has maxItems {a.max_items}; at most "
+                           f"{MAX_VARS} items can be used in relations")
+        return a.max_items
+
     def len_var(self, ref: Ref) -> Optional[N.Var]:
         a = ref.node
         assert isinstance(a, Arr)
-        if a.max_items is None:
-            raise self.err(f"array {path_text(ref.path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        self._check_max_items(ref.path, a)
         if a.min_items == a.max_items:
             return None
         if ref.path not in self.len_var_of:
@@ -215,7 +227,8 @@ class Grounder:
                     fp = path[: i + 1]
                     if fp not in self.present_var_of:
                         pv = self._new_var(fp, "bool", 0, 1, values=[False, True], structural=True,
-                                           name=f"present({path_text(fp)})", order=self._order(fp) + (-1,))
+                                           name=f"present({path_text(fp)})", order=self._order(fp) + (-1,),
+                                           guard_upto=len(fp) - 1)
                         self.present_var_of[fp] = pv
                     out.append(N.Cmp("==", N.VarRef(self.present_var_of[fp]), N.Const(True)))
                 node = f.node
@@ -269,6 +282,8 @@ class Grounder:
             for b in out:
                 for v in self._range_of(name, rng, body, {**env, **b}):
                     nxt.append({**b, name: v})
+                if len(nxt) > MAX_INSTANCES:
+                    raise self.err(f"more than {MAX_INSTANCES} bindings of {', '.join(names)}")
             out = nxt
         return out
 
@@ -277,13 +292,13 @@ class Grounder:
             if rng["op"] == "range":
                 lo = self._const_int(rng["args"][0], env)
                 hi = self._const_int(rng["args"][1], env)
+                if hi - lo > MAX_INSTANCES:
+                    raise self.err(f"range {lo}..{hi} of {name!r} is too large (more than {MAX_INSTANCES} values)")
                 return list(range(lo, hi))
             ref = self.expr(rng["args"][0], env, [])
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
                 raise self.err(f"'in' range of {name!r} must be an array path or a..b")
-            if ref.node.max_items is None:
-                raise self.err(f"array {path_text(ref.path)} needs maxItems to be used in relations")
-            return list(range(ref.node.max_items))
+            return list(range(self._check_max_items(ref.path, ref.node)))
         # infer: every array index that mentions `name` must be in bounds
         allowed: Optional[set[int]] = None
         for base, idx in _index_sites(body, name):
@@ -293,9 +308,7 @@ class Grounder:
                 continue  # base mentions inner variables: not usable for inference here
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
                 continue
-            if ref.node.max_items is None:
-                raise self.err(f"array {path_text(ref.path)} needs maxItems to be used in relations")
-            n = ref.node.max_items
+            n = self._check_max_items(ref.path, ref.node)
             ok = set()
             for i in range(-n - 4, n + 4):
                 try:
@@ -456,8 +469,7 @@ class Grounder:
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"indexing something that is not an array (in {to_text(ast)})")
         a = base.node
-        if a.max_items is None:
-            raise self.err(f"array {path_text(base.path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        self._check_max_items(base.path, a)
         if idx < 0:
             if a.min_items == a.max_items:
                 idx += a.max_items
@@ -480,8 +492,7 @@ class Grounder:
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"[*] applied to something that is not an array (in {to_text(ast)})")
         a = base.node
-        if a.max_items is None:
-            raise self.err(f"array {path_text(base.path)} ({a.pointer or '/'}) needs maxItems to be used in relations")
+        self._check_max_items(base.path, a)
         items = []
         for k in range(a.max_items):
             p = base.path + (k,)
@@ -695,7 +706,7 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
             ast = from_json(expr, name)
             try:
                 text = to_text(ast)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):
                 raise RelationError(name, "malformed AST", ptr) from None
         else:
             raise SpecError(f"{ptr}/expr", "expr must be a string or an AST object")

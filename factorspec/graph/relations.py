@@ -290,6 +290,14 @@ def to_json(ast: Ast) -> Ast:
 
 
 _ALLOWED_KEYS = {"const", "name", "op", "args", "vars", "range", "body", "var", "cond", "func", "attr"}
+# number of args of each op the parser produces: (min, max); None = any number
+_ARITY: dict[str, tuple[int, Any]] = {
+    **{op: (2, 2) for op in CMP_OPS}, **{op: (2, 2) for op in ("+", "-", "*", "//", "%", "in", "index",
+                                                                  "range", "implies")},
+    **{op: (1, 1) for op in ("not", "neg", "star", "attr", "indices", "gen")},
+    "and": (1, None), "or": (1, None), "tuple": (1, None), "list": (0, None), "call": (0, None),
+    "forall": (0, 0), "exists": (0, 0),
+}
 
 
 def from_json(obj: Any, name: str = "relation") -> Ast:
@@ -322,7 +330,8 @@ def from_json(obj: Any, name: str = "relation") -> Ast:
     args = obj.get("args", [])
     if not isinstance(args, list):
         raise RelationError(name, f"'args' of {op!r} must be a list")
-    out["args"] = [from_json(a, name) for a in args]
+    if "args" in obj or op not in ("forall", "exists"):  # the parser gives quantifiers no 'args'
+        out["args"] = [from_json(a, name) for a in args]
     for key in ("body", "range", "cond"):
         if obj.get(key) is not None:
             out[key] = from_json(obj[key], name)
@@ -331,6 +340,19 @@ def from_json(obj: Any, name: str = "relation") -> Ast:
     for key in ("vars", "var", "func", "attr"):
         if key in obj:
             out[key] = obj[key]
+    if op not in _ARITY:
+        raise RelationError(name, f"unknown operator {op!r}")
+    lo, hi = _ARITY[op]
+    n = len(out.get("args", []))
+    if n < lo or (hi is not None and n > hi):
+        raise RelationError(name, f"{op!r} takes {lo if lo == hi else f'{lo} or more'} argument(s), got {n}")
+    if op == "call" and out.get("func") not in FUNCS:
+        raise RelationError(name, f"unknown function {out.get('func')!r} (known: {', '.join(FUNCS)})")
+    for key, ops in (("attr", ("attr",)), ("var", ("gen",))):
+        if op in ops and not isinstance(out.get(key), str):
+            raise RelationError(name, f"{op!r} needs {key!r}, a name")
+    if out.get("range") is not None and out["range"].get("op") not in ("range", "indices"):
+        raise RelationError(name, "a 'range' must be a range (a..b) or an array path")
     if op in ("forall", "exists"):
         if not isinstance(out.get("vars"), list) or not all(isinstance(v, str) for v in out["vars"]):
             raise RelationError(name, f"{op} needs 'vars', a list of names")

@@ -128,11 +128,17 @@ def _num(v: Any, ptr: str, kw: str) -> Fraction:
     return Fraction(str(v))
 
 
+MAX_MIN_SIZE = 100_000  # minItems/minLength beyond this would make every record huge
+
+
 def _nonneg_int(v: Any, ptr: str, kw: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         if isinstance(v, float) and v.is_integer() and v >= 0:
-            return int(v)
-        raise SpecError(f"{ptr}/{kw}", f"{kw} must be a non-negative integer, got {json.dumps(v)}")
+            v = int(v)
+        else:
+            raise SpecError(f"{ptr}/{kw}", f"{kw} must be a non-negative integer, got {json.dumps(v)}")
+    if kw.startswith("min") and v > MAX_MIN_SIZE:
+        raise SpecError(f"{ptr}/{kw}", f"{kw} {v} is too large (at most {MAX_MIN_SIZE} is supported)")
     return v
 
 
@@ -194,7 +200,7 @@ class SchemaCompiler:
         typ = s.get("type")
         if isinstance(typ, list):
             raise SpecError(f"{ptr}/type", f"a list of types {typ} is not supported: give one type")
-        if typ is not None and typ not in _TYPE_KEYWORDS:
+        if typ is not None and (not isinstance(typ, str) or typ not in _TYPE_KEYWORDS):
             raise SpecError(f"{ptr}/type", f"unknown type {typ!r}")
         if "enum" in s or "const" in s:
             allowed |= set().union(*_TYPE_KEYWORDS.values()) if typ is None else _TYPE_KEYWORDS[typ]

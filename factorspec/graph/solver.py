@@ -7,6 +7,7 @@ so answers are exact: no value is kept that no valid record has, none is dropped
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
@@ -123,7 +124,13 @@ class _Search:
 
     def _exact(self, D: list) -> bool:
         A = [N.dmin(d) for d in D]
-        return all(f.node.ev(A) for f in self.p.factors)
+        for f in self.p.factors:
+            try:  # an undefined value (missing table key, min of nothing) makes the factor false,
+                if not f.node.ev(A):  # exactly as CompiledSpec.check decides
+                    return False
+            except (TypeError, ZeroDivisionError):
+                return False
+        return True
 
     def _branches(self, d: Any) -> list:
         if isinstance(d, frozenset):
@@ -134,7 +141,10 @@ class _Search:
     def solve(self, D: list, changed: Optional[Iterable[int]] = None) -> Optional[list]:
         """One solution (a list of internal values) extending D, or None."""
         self.p.stats.searches += 1
-        return self._dfs(list(D), changed)
+        try:
+            return self._dfs(list(D), changed)
+        except RecursionError:  # branching on huge interval domains nests too deeply
+            raise BudgetExceeded("search depth", sys.getrecursionlimit(), self.nodes) from None
 
     def _dfs(self, D: list, changed: Optional[Iterable[int]]) -> Optional[list]:
         self._tick()
@@ -153,7 +163,10 @@ class _Search:
 
     def count(self, D: list, limit: int, on_solution: Optional[Callable[[list], None]] = None) -> int:
         self.p.stats.searches += 1
-        return self._count(list(D), None, limit, on_solution)
+        try:
+            return self._count(list(D), None, limit, on_solution)
+        except RecursionError:
+            raise BudgetExceeded("search depth", sys.getrecursionlimit(), self.nodes) from None
 
     def _count(self, D: list, changed: Optional[Iterable[int]], limit: int,
                on_solution: Optional[Callable[[list], None]]) -> int:

@@ -50,7 +50,10 @@ class CompiledSpec:
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
         g = Grounder(self.template, self.tables, self.relations)
-        g.ground_all()
+        try:
+            g.ground_all()
+        except RecursionError:
+            raise SpecError("/x-factorspec/relations", "a relation nests too deeply to ground") from None
         self.grounder = g
         self.vars = g.vars
         self.factors = g.factors
