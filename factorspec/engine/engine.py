@@ -280,17 +280,15 @@ class Engine:
                 continue
             valid_nodes.append(self._walk_masks(c, d, bitmask, int(offsets[b])))
             constrained_rows.extend(range(int(offsets[b]), int(offsets[b + 1])))
-        if constrained_rows:
-            if len(constrained_rows) == T:
-                KERNELS.apply_bitmask(logits, torch.from_numpy(bitmask).to(logits.device))
-            else:
-                idx = torch.tensor(constrained_rows, device=logits.device)
-                sub = logits.index_select(0, idx)
-                KERNELS.apply_bitmask(sub, torch.from_numpy(bitmask[constrained_rows]).to(logits.device))
-                logits.index_copy_(0, idx, sub)
-        best = logits.max(dim=-1)
-        pred = best.indices.tolist()
-        dead = torch.isneginf(best.values).tolist()
+        if constrained_rows and len(constrained_rows) < T:
+            bm = torch.from_numpy(bitmask[constrained_rows]).to(logits.device)
+            row_map = torch.tensor(constrained_rows, device=logits.device)
+        else:
+            bm = torch.from_numpy(bitmask if constrained_rows else bitmask[:0]).to(logits.device)
+            row_map = None
+        pred_t = KERNELS.masked_argmax(logits, bm, row_map)
+        pred = pred_t.tolist()
+        dead = torch.isneginf(logits.gather(1, pred_t.view(-1, 1)).view(-1)).tolist()
         keep: list[list[int]] = []
         for b, (st, d) in enumerate(zip(active, drafts)):
             o = int(offsets[b])

@@ -140,10 +140,46 @@ def verify_tree_greedy(
         cur = nxt
 
 
+def masked_argmax_reference(
+    logits: torch.Tensor, bitmask: torch.Tensor, row_map: torch.Tensor | None
+) -> torch.Tensor:
+    """Mask rows `row_map` (all rows if None) of `logits` in place with `bitmask`; return the
+    argmax of every row (ties -> lowest index)."""
+    if bitmask.shape[0]:
+        if row_map is None:
+            apply_bitmask(logits, bitmask)
+        else:
+            sub = logits.index_select(0, row_map)
+            apply_bitmask(sub, bitmask)
+            logits.index_copy_(0, row_map, sub)
+    return logits.argmax(dim=-1)
+
+
+def masked_argmax_kernels(
+    logits: torch.Tensor, bitmask: torch.Tensor, row_map: torch.Tensor | None
+) -> torch.Tensor:
+    """Same through factorspec.kernels.apply_bitmask (fused mask + argmax; Triton on CUDA)."""
+    from factorspec.kernels import apply_bitmask as k_apply
+
+    if not bitmask.shape[0]:
+        return logits.argmax(dim=-1)
+    return k_apply(logits, bitmask, row_map, return_argmax=True)
+
+
+def _default_masked_argmax() -> Callable:
+    try:
+        import factorspec.kernels  # noqa: F401
+
+        return masked_argmax_kernels
+    except Exception:  # pragma: no cover - kernels package absent or broken
+        return masked_argmax_reference
+
+
 class _Kernels:
     """The functions the engine calls; a kernels module may replace any of them."""
 
     apply_bitmask: Callable = staticmethod(apply_bitmask)
+    masked_argmax: Callable = staticmethod(_default_masked_argmax())
     build_tree_verify_inputs: Callable = staticmethod(build_tree_verify_inputs)
     verify_tree_greedy: Callable = staticmethod(verify_tree_greedy)
 

@@ -125,3 +125,44 @@ def test_bf16_model_runs(model):
     m16 = tiny_llama(V, dtype=torch.bfloat16)
     res = run(m16, make_requests(2), "spec", batch_size=2)
     assert all(r.finish_reason in ("stop", "length") for r in res)
+
+
+def test_reference_and_kernels_masked_argmax_agree(model):
+    from factorspec.engine import ops
+
+    saved = ops.KERNELS.masked_argmax
+    try:
+        ops.use_kernels(masked_argmax=ops.masked_argmax_reference)
+        a = run(model, make_requests(3), "spec", batch_size=3)
+        ops.use_kernels(masked_argmax=ops.masked_argmax_kernels)
+        b = run(model, make_requests(3), "spec", batch_size=3)
+    finally:
+        ops.use_kernels(masked_argmax=saved)
+    assert [r.tokens for r in a] == [r.tokens for r in b]
+
+
+def test_ops_mask_and_verify():
+    import numpy as np
+    from factorspec.engine import ops
+
+    logits = torch.randn(3, 70)
+    bm = np.zeros((3, 3), dtype=np.int32)
+    bm[0, 0] = 1 << 5
+    bm[1, 2] = 1 << 3  # token 67
+    bm[2] = -1
+    pred = ops.masked_argmax_reference(logits.clone(), torch.from_numpy(bm), None)
+    assert pred.tolist()[:2] == [5, 67] and pred[2] == logits[2].argmax()
+    # tree: root -> a(0) -> b(1); root -> c(2); predictions pick c then nothing
+    path, bonus = ops.verify_tree_greedy([9, 1, 2, 4], [8, 7, 9], [-1, 0, -1])
+    assert path == [2] and bonus == 4
+    path, bonus = ops.verify_tree_greedy([8, 7, 3, 4], [8, 7, 9], [-1, 0, -1])
+    assert path == [0, 1] and bonus == 3
+    tb = ops.build_tree_verify_inputs([1, 2], [([5, 6, 7], [-1, 0, -1]), ([], [])], [3, 1], 4)
+    assert tb.position_ids.tolist() == [[3, 4, 5, 4], [1, 1, 1, 1]]
+    m = tb.attn[0, 0]
+    assert m[:, :3].all() and not m[:, 3].any()  # prefix 3 of cache length 4
+    assert m[2, 4:].tolist() == [True, True, True, False]
+    assert m[3, 4:].tolist() == [True, False, False, True]
+    m1 = tb.attn[1, 0]
+    assert m1[0, :5].tolist() == [True, False, False, False, True]
+    assert m1[1:, :4].sum() == 0  # padding rows see only themselves
