@@ -112,6 +112,37 @@ def tiny_llama(vocab_size: int = 300, seed: int = 0, dtype=torch.float32):
     return model
 
 
+def tiny_model(family: str, vocab_size: int = 300, seed: int = 0, dtype=torch.float32):
+    """Tiny random-init causal LMs of the families the engine supports (no downloads)."""
+    if family == "llama":
+        return tiny_llama(vocab_size, seed, dtype)
+    torch.manual_seed(seed)
+    common = dict(vocab_size=vocab_size, hidden_size=64, intermediate_size=128,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+    if family == "qwen2":
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        cfg = Qwen2Config(num_hidden_layers=2, tie_word_embeddings=True, **common)
+        cls = Qwen2ForCausalLM
+    elif family == "gemma3":
+        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+        # a 6-token sliding window on two of three layers: exercises the sliding mask
+        cfg = Gemma3TextConfig(num_hidden_layers=3, head_dim=16, sliding_window=6,
+                               layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                               final_logit_softcapping=30.0, **common)
+        cls = Gemma3ForCausalLM
+    else:
+        raise ValueError(family)
+    cfg._attn_implementation = "sdpa"
+    model = cls(cfg).to(dtype).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(8.0)
+    return model
+
+
 def naive_greedy(model, prompt: Sequence[int], constraint, max_new_tokens: int, stop_ids=(),
                  vocab_size: int | None = None) -> list[int]:
     """Independent reference: full recomputation (no cache) every token, masked argmax."""

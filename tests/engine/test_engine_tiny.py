@@ -166,3 +166,15 @@ def test_ops_mask_and_verify():
     m1 = tb.attn[1, 0]
     assert m1[0, :5].tolist() == [True, False, False, False, True]
     assert m1[1:, :4].sum() == 0  # padding rows see only themselves
+
+
+@pytest.mark.parametrize("family", ["qwen2", "gemma3"])
+def test_other_families_exact(family):
+    from engine_doubles import tiny_model
+
+    m = tiny_model(family, V)
+    reqs = make_requests(3, max_new=25)
+    ref = [naive_greedy(m, r.prompt_ids, r.constraint, r.max_new_tokens, [STOP]) for r in reqs]
+    for mode, bs in [("greedy", 1), ("spec", 3)]:
+        res = run(m, make_requests(3, max_new=25), mode, batch_size=bs, width=10)
+        assert [r.tokens for r in res] == ref, (family, mode)
