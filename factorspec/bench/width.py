@@ -16,12 +16,18 @@ class CostModel:
     per_token: float = 0.0375  # marginal cost of one more token in the forward
     max_width: int = 64
 
-    def cost(self, width: int, batch: int = 1) -> float:
-        return self.base + self.per_token * width * max(1, batch)
+    def cost(self, tokens: int) -> float:
+        """Cost of a forward carrying `tokens` draft tokens, in one-token-step units."""
+        return self.base + self.per_token * tokens
 
 
 class CertainWidth:
-    """Width policy for the engine: (RequestState, batch size) -> width."""
+    """Width policy for the engine: (RequestState, batch size) -> width.
+
+    A batch step costs base + per_token * (tokens in the batch), so one more draft token of any
+    request raises the step cost by `per_token` and pays off iff its acceptance probability
+    exceeds per_token * (tokens per cost unit the step already yields). Certain tokens (p = 1)
+    always pay off below the cap; tree branches (p ~ 1/branches) only while the rate is low."""
 
     def __init__(self, cost: CostModel = CostModel(), tree_allowance: int = 4) -> None:
         self.cost = cost
@@ -31,10 +37,8 @@ class CertainWidth:
         c = state.request.constraint
         cap = self.cost.max_width
         run = len(c.certain_run(cap)) if c is not None and hasattr(c, "certain_run") else 0
-        best_w, best_rate = 0, 1.0 / self.cost.cost(0, batch)
-        for w in range(1, cap + 1):
-            accepted = min(w, run) + 0.5 * max(0, min(w - run, self.tree_allowance))
-            rate = (accepted + 1) / self.cost.cost(w, batch)
-            if rate > best_rate + 1e-12:
-                best_w, best_rate = w, rate
-        return best_w
+        width = run
+        rate = (run + 1) / self.cost.cost(run)
+        if run < cap and 0.5 > self.cost.per_token * rate:
+            width = min(cap, run + self.tree_allowance)
+        return width
