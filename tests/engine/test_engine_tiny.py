@@ -178,3 +178,16 @@ def test_other_families_exact(family):
     for mode, bs in [("greedy", 1), ("spec", 3)]:
         res = run(m, make_requests(3, max_new=25), mode, batch_size=bs, width=10)
         assert [r.tokens for r in res] == ref, (family, mode)
+
+
+def test_unconstrained_constraint_matches_none(model):
+    from factorspec.engine.constraints import Unconstrained
+
+    a = run(model, [Request([5, 6, 7], None, max_new_tokens=10)], "greedy", 1)
+    b = run(model, [Request([5, 6, 7], Unconstrained(V, [STOP]), max_new_tokens=10)], "spec", 1)
+    assert a[0].tokens == b[0].tokens
+    u = Unconstrained(V, [STOP], allowed_size=290)
+    assert u.validate_tokens([1, 295]) == 1 and not u.accept_token(295)
+    assert u.accept_token(STOP) and u.is_terminated()
+    u.rollback(1)
+    assert not u.is_terminated()
