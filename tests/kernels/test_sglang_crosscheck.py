@@ -1,14 +1,19 @@
 """Cross-check kernels 2 and 4 against SGLang's own implementations when ``sglang`` is importable.
 
-- kernel 4 vs SGLang's greedy tree verification (``verify_tree_greedy_triton`` from its
-  speculative utilities, run under the Triton interpreter on CPU, or ``sgl_kernel.verify_tree_greedy``
-  on CUDA), fed with the retrieval arrays built by kernel 2;
-- kernel 2 vs ``sgl_kernel.speculative.reconstruct_indices_from_tree_mask`` (NGRAM's op; CUDA
-  only), fed with kernel 2's q-length-only mask in NGRAM's ``[bs * N * N]`` layout.
+- kernel 4 vs SGLang's greedy tree verification (``verify_tree_greedy_triton``; under the Triton
+  interpreter on CPU, on the GPU on CUDA), fed with the retrieval arrays built by kernel 2;
+- kernel 2 vs SGLang's NGRAM op ``reconstruct_indices_from_tree_mask`` (its Triton port
+  ``reconstruct_indices_from_tree_mask_triton`` on CPU, ``sgl_kernel``'s CUDA op on CUDA), fed with
+  kernel 2's q-length-only mask in NGRAM's ``[bs * N * N]`` layout.
 SGLang handles equal widths only (``bs * N`` draft tokens), so these use uniform N.
+
+On CPU, ``sgl_kernel`` (CUDA only) is replaced by a stub before SGLang's modules load: its tree
+reconstruction module imports ``sgl_kernel.speculative`` at load time.
 """
 import importlib
 import random
+import sys
+import types
 
 import pytest
 import torch
@@ -20,23 +25,50 @@ sglang = pytest.importorskip(
 from factorspec.kernels import build_tree_verify_inputs, flatten_parents, verify_tree_greedy  # noqa: E402
 from kernel_cases import random_tree  # noqa: E402
 
+# Where SGLang versions keep their Triton ports (newest first).
 _VERIFY_MODULES = [
+    "sglang.kernels.ops.speculative.spec_tree",
     "sglang.srt.speculative.eagle_utils",
     "sglang.srt.speculative.spec_utils",
-    "sglang.srt.speculative.build_eagle_tree",
+]
+_RECONSTRUCT_MODULES = [
+    "sglang.kernels.ops.speculative.reconstruct_tree",
+    "sglang.srt.speculative.ngram_utils",
 ]
 
 
-def _sglang_triton_verify():
-    for mod in _VERIFY_MODULES:
+def _stub_sgl_kernel() -> None:
+    try:
+        import sgl_kernel.speculative  # noqa: F401
+        return
+    except Exception:  # noqa: BLE001 - CUDA-only package
+        pass
+
+    def _cuda_only(*args, **kwargs):
+        raise RuntimeError("sgl_kernel stub: CUDA op called in a CPU test")
+
+    pkg = types.ModuleType("sgl_kernel")
+    spec = types.ModuleType("sgl_kernel.speculative")
+    spec.reconstruct_indices_from_tree_mask = _cuda_only
+    pkg.speculative = spec
+    pkg.__path__ = []
+    sys.modules["sgl_kernel"] = pkg
+    sys.modules["sgl_kernel.speculative"] = spec
+
+
+def _find(modules, name):
+    if not torch.cuda.is_available():
+        _stub_sgl_kernel()
+    errors = []
+    for mod in modules:
         try:
-            m = importlib.import_module(mod)
-        except Exception:  # noqa: BLE001 - optional dependency chain (sgl_kernel, CUDA)
+            fn = getattr(importlib.import_module(mod), name, None)
+        except Exception as e:  # noqa: BLE001 - optional dependency chain
+            errors.append(f"{mod}: {type(e).__name__}: {e}")
             continue
-        fn = getattr(m, "verify_tree_greedy_triton", None)
         if fn is not None:
             return fn
-    return None
+    pytest.skip(f"this sglang has no importable {name} ({'; '.join(errors) or 'not found'})")
 
 
 def _uniform_batch(bs, n, seed, device):
@@ -53,18 +85,10 @@ def _uniform_batch(bs, n, seed, device):
     return par, cu, toks, pred, prefix
 
 
-@pytest.mark.parametrize("bs,n", [(1, 1), (3, 8), (5, 17)])
+@pytest.mark.parametrize("bs,n", [(1, 1), (3, 8), (5, 17), (2, 65)])
 def test_greedy_verify_matches_sglang(bs, n):
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda":
-        try:
-            from sgl_kernel import verify_tree_greedy as sgl_verify
-        except Exception as e:  # noqa: BLE001
-            pytest.skip(f"sgl_kernel.verify_tree_greedy unavailable: {e}")
-    else:
-        sgl_verify = _sglang_triton_verify()
-        if sgl_verify is None:
-            pytest.skip("this sglang has no verify_tree_greedy_triton to run on CPU")
+    sgl_verify = _find(_VERIFY_MODULES, "verify_tree_greedy_triton")
     par, cu, toks, pred, prefix = _uniform_batch(bs, n, bs * 100 + n, device)
     inp = build_tree_verify_inputs(par, cu, prefix)
     predicts = torch.full((bs * n,), -1, dtype=torch.int32, device=device)
@@ -82,21 +106,21 @@ def test_greedy_verify_matches_sglang(bs, n):
         assert predicts[path].long().tolist() == ours.output_tokens[b, : len(path)].tolist()
 
 
-@pytest.mark.parametrize("bs,n", [(1, 1), (4, 8), (3, 33)])
+@pytest.mark.parametrize("bs,n", [(1, 1), (4, 8), (7, 17), (3, 33)])
 def test_tree_inputs_match_sglang_reconstruct(bs, n):
-    if not torch.cuda.is_available():
-        pytest.skip("sgl_kernel's reconstruct_indices_from_tree_mask is a CUDA op (no GPU here)")
-    try:
-        from sgl_kernel.speculative import reconstruct_indices_from_tree_mask
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"sgl_kernel.speculative unavailable: {e}")
-    par, cu, _, _, prefix = _uniform_batch(bs, n, bs + n, "cuda")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        try:
+            from sgl_kernel.speculative import reconstruct_indices_from_tree_mask as reconstruct
+        except Exception:  # noqa: BLE001
+            reconstruct = _find(_RECONSTRUCT_MODULES, "reconstruct_indices_from_tree_mask_triton")
+    else:
+        reconstruct = _find(_RECONSTRUCT_MODULES, "reconstruct_indices_from_tree_mask_triton")
+    par, cu, _, _, prefix = _uniform_batch(bs, n, bs + n, device)
     inp = build_tree_verify_inputs(par, cu, prefix)
-    positions = torch.empty(bs * n, dtype=torch.int64, device="cuda")
-    retr = torch.empty(3, bs, n, dtype=torch.int64, device="cuda")
-    reconstruct_indices_from_tree_mask(
-        inp.tree_mask_qlen, prefix.long(), positions, retr[0], retr[1], retr[2], bs, n
-    )
+    positions = torch.empty(bs * n, dtype=torch.int64, device=device)
+    retr = torch.empty(3, bs, n, dtype=torch.int64, device=device)
+    reconstruct(inp.tree_mask_qlen, prefix.long(), positions, retr[0], retr[1], retr[2], bs, n)
     assert torch.equal(positions, inp.positions)
     assert torch.equal(retr[0], inp.retrive_index)
     assert torch.equal(retr[1], inp.retrive_next_token)
