@@ -37,10 +37,11 @@ _RECONSTRUCT_MODULES = [
 ]
 
 
-def _stub_sgl_kernel() -> None:
+def _stub_sgl_kernel() -> bool:
+    """Install the stub if the real package does not import; True if installed."""
     try:
         import sgl_kernel.speculative  # noqa: F401
-        return
+        return False
     except Exception:  # noqa: BLE001 - CUDA-only package
         pass
 
@@ -54,20 +55,25 @@ def _stub_sgl_kernel() -> None:
     pkg.__path__ = []
     sys.modules["sgl_kernel"] = pkg
     sys.modules["sgl_kernel.speculative"] = spec
+    return True
 
 
 def _find(modules, name):
-    if not torch.cuda.is_available():
-        _stub_sgl_kernel()
+    stubbed = not torch.cuda.is_available() and _stub_sgl_kernel()
     errors = []
-    for mod in modules:
-        try:
-            fn = getattr(importlib.import_module(mod), name, None)
-        except Exception as e:  # noqa: BLE001 - optional dependency chain
-            errors.append(f"{mod}: {type(e).__name__}: {e}")
-            continue
-        if fn is not None:
-            return fn
+    try:
+        for mod in modules:
+            try:
+                fn = getattr(importlib.import_module(mod), name, None)
+            except Exception as e:  # noqa: BLE001 - optional dependency chain
+                errors.append(f"{mod}: {type(e).__name__}: {e}")
+                continue
+            if fn is not None:
+                return fn
+    finally:
+        if stubbed:  # keep the stub out of other tests in the same session
+            sys.modules.pop("sgl_kernel.speculative", None)
+            sys.modules.pop("sgl_kernel", None)
     pytest.skip(f"this sglang has no importable {name} ({'; '.join(errors) or 'not found'})")
 
 
