@@ -30,7 +30,10 @@ echo "bench rc=$?" | tee -a "$OUT/summary.txt"
 
 python - "$OUT/bench.json" >> "$OUT/summary.txt" 2>&1 <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"no benchmark results ({e}); see bench.txt")
 med = {b["name"]: b["stats"]["median"] * 1e6 for b in d["benchmarks"]}
 for name in sorted(med):
     print(f"{name:45s} {med[name]:10.1f} us (median)")

@@ -1,0 +1,40 @@
+"""Microbenchmarks: `python -m microbench SUBCOMMAND [args]`.
+
+Each subcommand is a module `microbench.<name>` with `main(argv) -> int`. Add one by listing it in
+SUBCOMMANDS (with a one-line description); unknown names are still tried as modules, so a new file
+works before it is listed."""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Optional
+
+SUBCOMMANDS: dict[str, str] = {
+    "masks": "mask time per token and certain/jump-forward shares, FactorSpec vs xgrammar (Qwen)",
+    "jsonschemabench": "every JSONSchemaBench schema: compile or clean error, walk vs xgrammar "
+                       "(runs tests.graph.test_jsonschemabench; pass --all)",
+}
+_MODULES = {"jsonschemabench": "tests.graph.test_jsonschemabench"}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        for k, d in SUBCOMMANDS.items():
+            print(f"  {k:16s} {d}")
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    modname = _MODULES.get(name, f"microbench.{name}")
+    try:
+        mod = importlib.import_module(modname)
+    except ModuleNotFoundError as e:
+        if e.name != modname:
+            raise
+        print(f"unknown subcommand {name!r}; known: {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        return 2
+    return int(mod.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
