@@ -28,7 +28,8 @@ def apply_bitmask(
             bitmask row m applies to logits row m. Logits rows with no mask are left untouched.
         vocab_size: columns to mask; default ``min(C, W * 32)``; columns past it stay untouched.
         return_argmax: also return the int64 ``[num_rows]`` argmax of every row after masking
-            (ties -> lowest index), fused into the same pass: what greedy verification needs.
+            (ties -> lowest index; rows holding NaN are unspecified), fused into the same pass:
+            what greedy verification needs.
     """
     if row_map is not None and not isinstance(row_map, torch.Tensor):
         row_map = torch.tensor(list(row_map), dtype=torch.int32, device=logits.device)
