@@ -32,6 +32,8 @@ class Matcher:
         self.plan: Optional[tuple] = None  # remaining forced tokens; None = not computed here
         self.terminated = False
         self.text = bytearray()
+        self.tokens: list[int] = []  # accepted tokens (for prompt-lookup drafting)
+        self.prompt: list[int] = []
         self._history: list[tuple] = []
         self._mask: Optional[np.ndarray] = None
 
@@ -46,6 +48,11 @@ class Matcher:
     def _restore(self, snap: tuple) -> None:
         self.configs, self.plan, self.terminated, n, self._mask = snap
         del self.text[n:]
+        self.tokens.pop()
+
+    def set_prompt(self, prompt_ids: Sequence[int]) -> None:
+        """Prompt tokens, used to draft free text by prompt lookup (n-gram)."""
+        self.prompt = [int(t) for t in prompt_ids]
 
     def _plan_here(self) -> tuple:
         if self.plan is not None:
@@ -72,6 +79,7 @@ class Matcher:
             if plan or not self.m.is_final(self.configs):
                 return False
             self._history.append(snap)
+            self.tokens.append(token)
             self.terminated = True
             self._mask = None
             return True
@@ -92,6 +100,7 @@ class Matcher:
             if not cfg:
                 return False
         self._history.append(snap)
+        self.tokens.append(token)
         self.configs = cfg
         self.plan = new_plan
         self.text += data
@@ -222,7 +231,10 @@ class Matcher:
             if self.terminated or self.plan:
                 return tree
             ids = [int(i) for i in self.allowed_tokens() if int(i) not in self.vocab.stop_ids]
-            if not 2 <= len(ids) <= max_branches:
+            if len(ids) > max_branches:
+                self._draft_lookup(tree, budget)
+                return tree
+            if len(ids) < 2:
                 return tree
             ids = self._rank(ids)
             parent = len(chain) - 1
@@ -249,6 +261,32 @@ class Matcher:
         finally:
             self.rollback(len(chain))
         return tree
+
+    def _draft_lookup(self, tree: DraftTree, budget: int, max_n: int = 3) -> None:
+        """Free choices (e.g. free text): propose what followed the latest n-gram earlier in the
+        prompt or output, cut at the first token the mask rejects."""
+        ctx = self.prompt + self.tokens
+        prop: list[int] = []
+        for n in range(max_n, 0, -1):
+            if len(ctx) <= n:
+                continue
+            tail = ctx[-n:]
+            for start in range(len(ctx) - n - 1, -1, -1):
+                if ctx[start:start + n] == tail:
+                    prop = ctx[start + n:start + n + budget]
+                    break
+            if prop:
+                break
+        parent, done = len(tree.tokens) - 1, 0
+        for t in prop:
+            if not self.accept_token(t):
+                break
+            tree.tokens.append(t)
+            tree.parents.append(parent)
+            tree.certain.append(False)
+            parent = len(tree.tokens) - 1
+            done += 1
+        self.rollback(done)
 
     def _rank(self, ids: list[int]) -> list[int]:
         """Cheap prior: the token that continues the solver's witness record first."""
