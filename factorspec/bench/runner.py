@@ -88,7 +88,9 @@ def _constraint(ctx: Context, config: str, p: TripProblem, prompt_ids: Sequence[
         if config.startswith("syntax_ngram"):
             return NgramXGrammarConstraint(g, ctx.xgr.xgr, stops, prompt_ids)
         return XGrammarConstraint(g, ctx.xgr.xgr, stops)
-    return Matcher(ctx.machine(p), ctx.vocab)
+    m = Matcher(ctx.machine(p), ctx.vocab)
+    m.set_prompt(prompt_ids)
+    return m
 
 
 def _mode_width(ctx: Context, config: str) -> tuple[str, Any]:
