@@ -227,8 +227,9 @@ class Grounder:
                     fp = path[: i + 1]
                     if fp not in self.present_var_of:
                         pv = self._new_var(fp, "bool", 0, 1, values=[False, True], structural=True,
-                                           name=f"present({path_text(fp)})", order=self._order(fp) + (-1,),
-                                           guard_upto=len(fp) - 1)
+                                           name=f"present({path_text(fp)})", guard_upto=len(fp) - 1,
+                                           # document order: the key is decided before its value
+                                           order=self._order(fp)[:-1] + (self._order(fp)[-1] - 0.5,))
                         self.present_var_of[fp] = pv
                     out.append(N.Cmp("==", N.VarRef(self.present_var_of[fp]), N.Const(True)))
                 node = f.node
@@ -481,6 +482,8 @@ class Grounder:
                     opts[n] = Ref(p, a.item)
                 if not opts:
                     raise self.err(f"index {idx} is out of range of {path_text(base.path)}")
+                if a.min_items < -idx:  # like arr[k], last(arr) applies only when the item exists
+                    guards.append(N.Cmp(">=", N.VarRef(lv), N.Const(-idx)))
                 return SelRef(N.VarRef(lv), opts)
         if not 0 <= idx < a.max_items:
             raise self.err(f"index {idx} is out of range of {path_text(base.path)} (maxItems {a.max_items})")
@@ -626,8 +629,11 @@ def _node_key(n: N.Node) -> Any:
 def _fold(n: N.Node) -> N.Node:
     """Evaluate constant sub-expressions now."""
     if not n.vars:
-        v = n.ev([])
-        if v is None:
+        try:
+            v = n.ev([])
+        except TypeError:  # an undefined constant (no item to take min/max of): decided per record
+            return n
+        if v is None or v is N.UNDEFINED:
             return n
         return N.Const(bool(v) if n.kind == "bool" else v)
     return n

@@ -62,6 +62,37 @@ def dvalues(d: Any) -> list[int]:
     return list(range(d[0], d[1] + 1))
 
 
+class _Undefined:
+    """The value of a lookup whose key is missing from its table, or of min/max over no items.
+
+    Any relation instance that evaluates an undefined value is false: comparisons, membership
+    and all_different raise TypeError on it (as arithmetic does), and `check` and the search's
+    final check both count a TypeError as the instance being violated. So propagation needs to
+    be sound only for defined values (the solver's answers agree with `check` exactly)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+    def __bool__(self) -> bool:
+        raise TypeError("undefined value used as a condition")
+
+
+UNDEFINED = _Undefined()
+
+
+def _undefined(x: Any) -> bool:
+    """An abstract value that no defined value has (fwd of an UNDEFINED node)."""
+    return len(x) == 0 if isinstance(x, frozenset) else x[0] > x[1]
+
+
+def _defined(*xs: Any) -> None:
+    for x in xs:
+        if x is UNDEFINED:
+            raise TypeError("undefined value (a key missing from a table, or min/max of no items)")
+
+
 # ----------------------------------------------------------------------------------------------
 
 class Var:
@@ -227,6 +258,8 @@ class Arith(Node):
 
     def fwd(self, D: list) -> tuple:
         a, b = self.a.fwd(D), self.b.fwd(D)
+        if _undefined(a) or _undefined(b):
+            return (INF, -INF)
         op = self.op
         if op == "+":
             return (a[0] + b[0], a[1] + b[1])
@@ -251,6 +284,8 @@ class Arith(Node):
         if op not in ("+", "-", "*"):
             return True
         a, b = self.a.fwd(C.D), self.b.fwd(C.D)
+        if _undefined(a) or _undefined(b):
+            return True
         lo, hi = target
         if op == "+":
             return self.a.bwd(C, (lo - b[1], hi - b[0])) and self.b.bwd(C, (lo - a[1], hi - a[0]))
@@ -305,6 +340,8 @@ class Unary(Node):
 
     def fwd(self, D: list) -> tuple:
         a = self.a.fwd(D)
+        if _undefined(a):
+            return (INF, -INF)
         if self.op == "neg":
             return (-a[1], -a[0])
         if self.op == "abs":
@@ -383,6 +420,8 @@ class Cmp(Node):
             return True
         op = self.op if target == T else _NEG[self.op]
         a, b = self.a.fwd(C.D), self.b.fwd(C.D)
+        if _undefined(a) or _undefined(b):
+            return True  # no narrowing from an undefined side (and no infinite bounds below)
         if op == "==":
             return self.a.bwd(C, b) and self.b.bwd(C, self.a.fwd(C.D))
         if op == "!=":
@@ -405,6 +444,7 @@ class Cmp(Node):
 
     def ev(self, A: list) -> Any:
         x, y = self.a.ev(A), self.b.ev(A)
+        _defined(x, y)
         op = self.op
         if op == "==":
             return int(_eq(x, y))
@@ -613,16 +653,22 @@ class Member(Node):
         if not live:
             return False
         for i, e in enumerate(self.elems):
-            if not e.bwd(C, frozenset(r[i] for r in live)):
+            vals = frozenset(r[i] for r in live)
+            if not isinstance(e, (VarRef, Const, Lookup, Select)) and not isinstance(e.fwd(C.D), frozenset):
+                vals = (min(vals), max(vals))  # arithmetic narrows by intervals only
+            if not e.bwd(C, vals):
                 return False
         return True
 
     def ev(self, A: list) -> Any:
-        return int(tuple(e.ev(A) for e in self.elems) in self.rowset)
+        vals = tuple(e.ev(A) for e in self.elems)
+        _defined(*vals)
+        return int(vals in self.rowset)
 
 
 class Lookup(Node):
-    """table[key]: a value looked up by a field; a key missing from the table has no value."""
+    """table[key]: a value looked up by a field; a key missing from the table has no value
+    (UNDEFINED: the relation instance is false)."""
 
     __slots__ = ("table", "key", "kind")
 
@@ -651,7 +697,7 @@ class Lookup(Node):
     def ev(self, A: list) -> Any:
         k = self.key.ev(A)
         if k not in self.table:
-            return None
+            return UNDEFINED
         return self.table[k]
 
 
@@ -697,11 +743,12 @@ class Select(Node):
         return True
 
     def ev(self, A: list) -> Any:
-        return self.options[self.index.ev(A)].ev(A)
+        opt = self.options.get(self.index.ev(A))
+        return UNDEFINED if opt is None else opt.ev(A)
 
 
 class MinMax(Node):
-    """min/max over guarded items; with no item present the value is None (relation false)."""
+    """min/max over guarded items; with no item present the value is UNDEFINED (relation false)."""
 
     __slots__ = ("is_max", "items", "kind")
 
@@ -740,7 +787,8 @@ class MinMax(Node):
     def ev(self, A: list) -> Any:
         vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
         if not vals:
-            return None
+            return UNDEFINED
+        _defined(*vals)
         return max(vals) if self.is_max else min(vals)
 
 
@@ -818,6 +866,7 @@ class AllDiff(Node):
 
     def ev(self, A: list) -> Any:
         vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
+        _defined(*vals)
         return int(len(vals) == len(set(vals)))
 
 
