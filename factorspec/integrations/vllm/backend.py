@@ -67,6 +67,28 @@ def shared_vocab(tokenizer: Any, vocab_size: int, key: Any = None) -> Any:
     return v
 
 
+_STOP_VIEWS: dict[tuple, Any] = {}
+
+
+def with_stops(vocab: Any, stop_token_ids: Any) -> Any:
+    """The vocabulary with the request's stop tokens (vLLM passes the EOS and user stop-token
+    ids it will actually stop on; FactorSpec's own default is every end-of-turn control token,
+    which would let the model end the record with a token vLLM does not stop on). A shallow view:
+    the tries and masks are shared."""
+    ids = tuple(sorted({int(t) for t in (stop_token_ids or ()) if 0 <= int(t) < vocab.vocab_size}))
+    if not ids or list(ids) == list(vocab.stop_ids):
+        return vocab
+    key = (id(vocab), ids)
+    v = _STOP_VIEWS.get(key)
+    if v is None:
+        import copy
+
+        v = copy.copy(vocab)
+        v.stop_ids = list(ids)
+        _STOP_VIEWS[key] = v
+    return v
+
+
 def compile_checked(doc: Any) -> Any:
     """compile_spec plus the feasibility check (raises SpecError / Unsatisfiable)."""
     from factorspec.graph import compile_spec
@@ -149,7 +171,7 @@ class FactorSpecBackend(StructuredOutputBackend):
                         stop_token_ids: Optional[set] = None) -> StructuredOutputGrammar:
         if request_type == StructuredOutputOptions.JSON and is_factorspec_schema(grammar_spec):
             spec = compile_checked(schema_of(grammar_spec))
-            return FactorSpecGrammar(spec, self.vocab())
+            return FactorSpecGrammar(spec, with_stops(self.vocab(), stop_token_ids))
         return self.fallback().compile_grammar(request_type, grammar_spec, stop_token_ids=stop_token_ids)
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> Any:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from factorspec.integrations.vllm.backend import compile_checked, is_factorspec_schema, schema_of, shared_vocab
+from factorspec.integrations.vllm.backend import (compile_checked, is_factorspec_schema, schema_of, shared_vocab,
+                                                     with_stops)
 
 STATS: dict[str, float] = {"propose_calls": 0, "propose_s": 0.0, "drafted_tokens": 0, "draft_requests": 0}
 
@@ -123,7 +124,8 @@ class FactorSpecProposer:
         from factorspec.graph.textstate import TextMachine
 
         try:
-            m = Matcher(TextMachine(compile_checked(schema_of(js))), self.vocab())
+            stops = getattr(sp, "all_stop_token_ids", None)
+            m = Matcher(TextMachine(compile_checked(schema_of(js))), with_stops(self.vocab(), stops))
         except Exception:  # noqa: BLE001 - the frontend rejects bad specs; never fail the step
             m = None
         tr = _Track(m, key)
