@@ -666,6 +666,16 @@ def _mentions(ast: Any, name: str) -> bool:
         any(_mentions(ast.get(k), name) for k in ("body", "cond", "range") if ast.get(k))
 
 
+def _at(ptr: str, fn: Any, *args: Any) -> Any:
+    """Call a parser; its RelationError points at the relation (its index in the list)."""
+    try:
+        return fn(*args)
+    except RelationError as e:
+        e.pointer = ptr
+        e.args = (f"{ptr}: {e.message}",)
+        raise
+
+
 def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
     """Read the `x-factorspec` extension: its tables and relations."""
     base = "/x-factorspec"
@@ -706,10 +716,10 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
             raise SpecError(f"{ptr}/name", f"duplicate relation name {name!r}")
         names.add(name)
         if isinstance(expr, str):
-            ast = parse(expr, name)
+            ast = _at(ptr, parse, expr, name)
             text = expr
         elif isinstance(expr, dict):
-            ast = from_json(expr, name)
+            ast = _at(ptr, from_json, expr, name)
             try:
                 text = to_text(ast)
             except (ValueError, KeyError, TypeError, IndexError, RecursionError):

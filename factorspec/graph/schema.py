@@ -73,8 +73,8 @@ class Scalar:
                         Fraction(str(v)) == Fraction(str(value)):
                     return k
             return None
-        if self.kind in ("integer", "fixed"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if self.kind in ("integer", "fixed"):  # Fraction: records built by solve() hold exact values
+            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
                 return None
             if isinstance(value, float) and not math.isfinite(value):
                 return None
@@ -389,7 +389,7 @@ def schema_violations(node: Node, value: Any, path: tuple = ()) -> list[tuple[tu
     out: list[tuple[tuple, str]] = []
     if isinstance(node, Obj):
         if not isinstance(value, dict):
-            return [(path, f"expected an object, got {json.dumps(value)[:40]}")]
+            return [(path, f"expected an object, got {_dump(value)}")]
         keys = {f.key for f in node.fields}
         for k in value:
             if k not in keys:
@@ -402,7 +402,7 @@ def schema_violations(node: Node, value: Any, path: tuple = ()) -> list[tuple[tu
         return out
     if isinstance(node, Arr):
         if not isinstance(value, list):
-            return [(path, f"expected an array, got {json.dumps(value)[:40]}")]
+            return [(path, f"expected an array, got {_dump(value)}")]
         if len(value) < node.min_items or (node.max_items is not None and len(value) > node.max_items):
             out.append((path, f"array length {len(value)} outside [{node.min_items}, {node.max_items}]"))
         for i, v in enumerate(value):
@@ -410,21 +410,25 @@ def schema_violations(node: Node, value: Any, path: tuple = ()) -> list[tuple[tu
         return out
     if node.kind == "string":
         if not isinstance(value, str):
-            return [(path, f"expected a string, got {json.dumps(value)[:40]}")]
+            return [(path, f"expected a string, got {_dump(value)}")]
         if len(value) < node.min_len or (node.max_len is not None and len(value) > node.max_len):
             out.append((path, f"string length {len(value)} outside [{node.min_len}, {node.max_len}]"))
         return out
     if node.kind == "number":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return [(path, f"expected a number, got {json.dumps(value)[:40]}")]
+        if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+            return [(path, f"expected a number, got {_dump(value)}")]
         return out
     if node.kind == "integer" and node.lo is None and node.hi is None:
         if isinstance(value, bool) or not isinstance(value, int):
-            return [(path, f"expected an integer, got {json.dumps(value)[:40]}")]
+            return [(path, f"expected an integer, got {_dump(value)}")]
         return out
     if node.encode(value) is None:
-        return [(path, f"value {json.dumps(value)[:40]} is not allowed by the schema at {node.pointer or '/'}")]
+        return [(path, f"value {_dump(value)} is not allowed by the schema at {node.pointer or '/'}")]
     return out
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)[:40]
 
 
 def path_text(path: tuple) -> str:

@@ -1,0 +1,181 @@
+"""Schema compilation: every unsupported keyword or shape is a SpecError naming its JSON Pointer."""
+from __future__ import annotations
+
+import pytest
+
+from factorspec.errors import FactorSpecError, SpecError
+from factorspec.graph import compile_spec
+from factorspec.graph.schema import compile_schema
+
+
+def _wrap(node: object) -> dict:
+    return {"type": "object", "properties": {"a": node}, "required": ["a"], "additionalProperties": False}
+
+
+UNSUPPORTED_KEYWORDS = [
+    ({"type": "string", "pattern": "^x"}, "pattern"),
+    ({"type": "string", "format": "date"}, "format"),
+    ({"type": "string", "contentEncoding": "base64"}, "contentEncoding"),
+    ({"oneOf": [{"type": "integer"}]}, "oneOf"),
+    ({"anyOf": [{"type": "integer"}]}, "anyOf"),
+    ({"allOf": [{"type": "integer"}]}, "allOf"),
+    ({"not": {"type": "integer"}}, "not"),
+    ({"type": "integer", "if": {}, "then": {}}, "if"),
+    ({"type": "object", "properties": {}, "patternProperties": {}}, "patternProperties"),
+    ({"type": "object", "properties": {}, "minProperties": 1}, "minProperties"),
+    ({"type": "object", "properties": {}, "maxProperties": 1}, "maxProperties"),
+    ({"type": "object", "properties": {}, "dependentRequired": {}}, "dependentRequired"),
+    ({"type": "object", "properties": {}, "dependentSchemas": {}}, "dependentSchemas"),
+    ({"type": "object", "properties": {}, "propertyNames": {}}, "propertyNames"),
+    ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
+    ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
+    ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
+    ({"type": "array", "items": {"type": "integer"}, "contains": {}}, "contains"),
+    ({"type": "array", "items": {"type": "integer"}, "minContains": 1}, "minContains"),
+    ({"type": "array", "items": {"type": "integer"}, "unevaluatedItems": False}, "unevaluatedItems"),
+    ({"type": "integer", "minimum": 0, "maximum": 3, "x-other": 1}, "x-other"),
+    ({"type": "integer", "minLength": 1}, "minLength"),
+    ({"type": "string", "minimum": 1}, "minimum"),
+    ({"type": "boolean", "maximum": 1}, "maximum"),
+    ({"type": "null", "items": {}}, "items"),
+    ({"$dynamicRef": "#x"}, "$dynamicRef"),
+    ({"$ref": "#/$defs/x", "minimum": 1}, "minimum"),
+    ({"enum": [1, 2], "pattern": "x"}, "pattern"),
+    ({"description": "x", "$vocabulary": {}}, "$vocabulary"),
+]
+
+
+@pytest.mark.parametrize("node,keyword", UNSUPPORTED_KEYWORDS, ids=[k for _, k in UNSUPPORTED_KEYWORDS])
+def test_unsupported_keyword_names_pointer(node: dict, keyword: str) -> None:
+    with pytest.raises(SpecError) as ei:
+        compile_spec(_wrap(node))
+    assert ei.value.pointer == f"/properties/a/{keyword}", str(ei.value)
+    assert repr(keyword) in str(ei.value) or keyword in str(ei.value)
+
+
+BAD_SHAPES = [
+    ({"type": "object", "properties": {}, "additionalProperties": True}, "/properties/a/additionalProperties"),
+    ({"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}}, "/properties/a/additionalProperties"),
+    ({"type": "object", "properties": []}, "/properties/a/properties"),
+    ({"type": "object", "properties": {}, "required": "x"}, "/properties/a/required"),
+    ({"type": "object", "properties": {}, "required": ["zz"]}, "/properties/a/required"),
+    ({"type": "array"}, "/properties/a"),
+    ({"type": "array", "items": [{"type": "integer"}]}, "/properties/a/items"),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": -1}, "/properties/a/minItems"),
+    ({"type": "array", "items": {"type": "integer"}, "maxItems": 1.5}, "/properties/a/maxItems"),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 1}, "/properties/a/maxItems"),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 10**12}, "/properties/a/minItems"),
+    ({"type": "array", "items": {"pattern": "x"}}, "/properties/a/items/pattern"),
+    ({"type": ["integer", "null"]}, "/properties/a/type"),
+    ({"type": "int"}, "/properties/a/type"),
+    ({"type": {"x": 1}}, "/properties/a/type"),
+    ({"$ref": "http://example.com/s.json"}, "/properties/a/$ref"),
+    ({"$ref": "#/$defs/missing"}, "/properties/a/$ref"),
+    ({"$ref": 5}, "/properties/a/$ref"),
+    ({"type": "number", "minimum": 0, "maximum": 1}, "/properties/a"),
+    ({"type": "integer", "minimum": 5, "maximum": 1}, "/properties/a"),
+    ({"type": "integer", "maximum": "x"}, "/properties/a/maximum"),
+    ({"type": "integer", "minimum": float("inf")}, "/properties/a/minimum"),
+    ({"type": "integer", "multipleOf": 0.5}, "/properties/a/multipleOf"),
+    ({"type": "number", "multipleOf": 0}, "/properties/a/multipleOf"),
+    ({"type": "number", "multipleOf": -0.01}, "/properties/a/multipleOf"),
+    ({"type": "string", "minLength": 3, "maxLength": 1}, "/properties/a/maxLength"),
+    ({"type": "string", "minLength": "3"}, "/properties/a/minLength"),
+    ({"enum": []}, "/properties/a/enum"),
+    ({"enum": "abc"}, "/properties/a/enum"),
+    ({"enum": [{"a": 1}]}, "/properties/a/enum"),
+    ({"const": [1]}, "/properties/a/const"),
+    ({"enum": [float("nan")]}, "/properties/a/enum"),
+    ({"type": "integer", "enum": ["a"]}, "/properties/a/enum"),
+    ({"enum": [1, 5], "maximum": 0}, "/properties/a"),
+    ({"description": "no type"}, "/properties/a"),
+    (True, "/properties/a"),
+    (5, "/properties/a"),
+]
+
+
+@pytest.mark.parametrize("node,pointer", BAD_SHAPES)
+def test_bad_shape_names_pointer(node: object, pointer: str) -> None:
+    with pytest.raises(SpecError) as ei:
+        compile_spec(_wrap(node))
+    assert ei.value.pointer == pointer, str(ei.value)
+    assert str(ei.value).startswith(pointer + ": ")
+
+
+def test_pointer_escapes_and_nesting() -> None:
+    doc = {"type": "object", "additionalProperties": False, "required": [],
+           "properties": {"a/b~c": {"type": "array", "maxItems": 2,
+                                   "items": {"type": "object", "additionalProperties": False,
+                                             "properties": {"x": {"type": "string", "format": "email"}}}}}}
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == "/properties/a~1b~0c/items/properties/x/format"
+
+
+def test_ref_errors_point_into_defs() -> None:
+    doc = {"$defs": {"n": {"type": "object", "additionalProperties": False,
+                           "properties": {"k": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"}
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == "/$defs/n/properties/k/$ref" and "recursive" in str(ei.value)
+    doc = {"$defs": {"d": {"type": "integer", "pattern": "x"}}, "type": "object", "additionalProperties": False,
+           "properties": {"a": {"$ref": "#/$defs/d"}}}
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == "/$defs/d/pattern"
+
+
+@pytest.mark.parametrize("doc", [[], "x", 5, None, "{not json"])
+def test_spec_must_be_an_object(doc: object) -> None:
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == "/"
+
+
+def test_extension_only_at_root() -> None:
+    with pytest.raises(SpecError) as ei:
+        compile_spec(_wrap({"type": "integer", "x-factorspec": {}}))
+    assert ei.value.pointer == "/properties/a/x-factorspec"
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    node: dict = {"type": "integer", "minimum": 0, "maximum": 1}
+    for _ in range(200):
+        node = {"type": "array", "maxItems": 1, "items": node}
+    with pytest.raises(SpecError) as ei:
+        compile_spec(_wrap(node))
+    assert "deeper" in str(ei.value)
+
+
+def test_relations_need_finite_fields_and_name_the_pointer() -> None:
+    doc = _wrap({"type": "integer"})
+    doc["x-factorspec"] = {"relations": [{"name": "r", "expr": "a > 1"}]}
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == "/x-factorspec/relations/0" and "/properties/a" in str(ei.value)
+
+
+def test_supported_subset_compiles() -> None:
+    doc = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x", "title": "t",
+        "description": "d", "$comment": "c", "examples": [], "default": {},
+        "$defs": {"day": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10}},
+        "type": "object", "additionalProperties": False, "required": ["d", "n", "e", "b", "z", "s", "xs"],
+        "properties": {
+            "d": {"$ref": "#/$defs/day"},
+            "n": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "multipleOf": 0.25},
+            "e": {"enum": ["a", 1, None, True, 2.5]},
+            "b": {"type": "boolean"}, "z": {"type": "null"},
+            "s": {"type": "string", "minLength": 1, "maxLength": 3},
+            "c": {"const": "fixed"},
+            "xs": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"$ref": "#/$defs/day"}},
+        },
+    }
+    cs = compile_spec(doc)
+    rec = cs.solve()
+    assert cs.check(rec) == []
+    assert isinstance(compile_schema(doc), object)
+
+
+def test_every_error_is_a_factorspec_error() -> None:
+    assert issubclass(SpecError, FactorSpecError)
