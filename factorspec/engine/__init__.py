@@ -9,7 +9,7 @@ from typing import Any
 
 from factorspec.engine.interface import DraftTree, RequestConstraint
 
-_LAZY = ("Engine", "Request", "RequestState", "RequestStats", "Result", "fixed_width")
+_LAZY = ("Engine", "Request", "RequestState", "RequestStats", "Result", "adaptive_width", "fixed_width")
 
 __all__ = list(_LAZY) + ["DraftTree", "RequestConstraint"]
 

@@ -66,6 +66,8 @@ class RequestState:
     stats: RequestStats = field(default_factory=RequestStats)
     t0: float = 0.0
     finish_reason: str | None = None
+    last_drafted: int = -1  # draft nodes sent in the previous step (-1: none yet)
+    last_accepted: int = 0  # of which accepted
 
 
 WidthPolicy = Callable[[RequestState, int], int]  # (state, active batch size) -> draft nodes
@@ -73,6 +75,21 @@ WidthPolicy = Callable[[RequestState, int], int]  # (state, active batch size) -
 
 def fixed_width(width: int) -> WidthPolicy:
     return lambda state, batch: width
+
+
+def adaptive_width(max_width: int = 64, min_width: int = 4, batch_scale: bool = True) -> WidthPolicy:
+    """Full width while drafts are fully accepted (certain runs); after a rejection, twice the
+    accepted length (at least `min_width`). With `batch_scale`, the cap shrinks as the batch grows
+    (verify cost grows with the total number of tokens in the forward)."""
+
+    def policy(state: RequestState, batch: int) -> int:
+        cap = max_width // max(1, batch) if batch_scale else max_width
+        cap = max(cap, min_width)
+        if state.last_drafted <= 0 or state.last_accepted >= state.last_drafted:
+            return cap
+        return max(min_width, min(cap, 2 * (state.last_accepted + 1)))
+
+    return policy
 
 
 class Engine:
@@ -153,7 +170,13 @@ class Engine:
     # ------------------------------------------------------------------ masks
     def _walk_masks(self, c: RequestConstraint, draft: DraftTree, bitmask: np.ndarray, row0: int) -> list[bool]:
         """Fill bitmask rows row0.. for the root and every draft node; returns per node (root
-        first) whether the constraint accepts the path to it. Leaves `c` at the root state."""
+        first) whether the constraint accepts the path to it. Leaves `c` at the root state.
+
+        A constraint may provide `fill_tree_bitmask(draft, bitmask, row0) -> list[bool]` doing
+        the same in one call (e.g. natively); it is used when present."""
+        fast = getattr(c, "fill_tree_bitmask", None)
+        if fast is not None:
+            return list(fast(draft, bitmask, row0))
         n = len(draft.tokens)
         valid = [True] * (n + 1)
         c.fill_next_token_bitmask(bitmask, row0)
@@ -319,6 +342,7 @@ class Engine:
                 keep.append([0] + [k + 1 for k in path])
                 new = [int(d.tokens[k]) for k in path] + [int(bonus)]
             st.stats.accepted_draft_tokens += len(path)
+            st.last_drafted, st.last_accepted = len(d), len(path)
             self._commit(st, new)
         kv.commit(cache, L, keep)
 

@@ -191,3 +191,33 @@ def test_unconstrained_constraint_matches_none(model):
     assert u.accept_token(STOP) and u.is_terminated()
     u.rollback(1)
     assert not u.is_terminated()
+
+
+def test_adaptive_width_policy_exact(model):
+    from factorspec.engine import adaptive_width
+
+    eng = Engine(model, stop_token_ids=[STOP], width=adaptive_width(32, 2))
+    res = eng.generate(make_requests(3, branch=1), batch_size=2, mode="spec")
+    ref = run(model, make_requests(3, branch=1), "greedy", batch_size=1)
+    assert [r.tokens for r in res] == [r.tokens for r in ref]
+
+
+def test_fill_tree_bitmask_hook_is_used(model):
+    calls = []
+
+    class Fast(ScriptedConstraint):
+        def fill_tree_bitmask(self, draft, bitmask, row0):
+            calls.append(len(draft))
+            self.__class__ = ScriptedConstraint  # run the generic walk once, then restore
+            try:
+                return Engine._walk_masks(None, self, draft, bitmask, row0)
+            finally:
+                self.__class__ = Fast
+
+    reqs = make_requests(2)
+    for r in reqs:
+        r.constraint.__class__ = Fast
+    res = run(model, reqs, "spec", batch_size=2)
+    ref = run(model, make_requests(2), "greedy", batch_size=1)
+    assert [r.tokens for r in res] == [r.tokens for r in ref]
+    assert calls
