@@ -210,6 +210,41 @@ def cmd_all(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_summary(a: argparse.Namespace) -> int:
+    """A markdown table of the runs in --out-dir: over each run's own records and over the
+    instances every run finished (the common prefix)."""
+    runs = {}
+    for cfg in CONFIGS:
+        f = Path(a.out_dir) / f"{a.model}-{cfg}.json"
+        if f.is_file():
+            runs[cfg] = json.loads(f.read_text())
+    if not runs:
+        print("no runs found")
+        return 1
+    common = min(len(r["records"]) for r in runs.values())
+    lines = [f"model {a.model}; greedy; K={next(iter(runs.values()))['k']} speculative tokens; records one at a time", "",
+             "| config | instances | valid | valid rate | tokens/forward | accepted/draft step | s/record | valid records/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, cut in (("all records of the run", None), (f"first {common} instances (common to all runs)", common)):
+        lines.append(f"| **{label}** | | | | | | | |")
+        for cfg, r in runs.items():
+            s = summarize(r["records"][:cut] if cut else r["records"])
+            lines.append(f"| {cfg} | {s['n']} | {s['valid']} | {s['valid_rate']:.2f} | {s['tokens_per_step']:.2f} | "
+                         f"{s['accepted_per_draft_step']:.2f} | {s['seconds_per_record']:.2f} | "
+                         f"{s['valid_records_per_s']:.3f} |")
+    fs, pl = runs.get("factorspec_draft"), runs.get("factorspec")
+    if fs and pl:
+        n = min(len(fs["records"]), len(pl["records"]))
+        same = sum(1 for x, y in zip(fs["records"][:n], pl["records"][:n]) if x.get("token_ids") == y.get("token_ids"))
+        lines += ["", f"factorspec_draft vs factorspec (same masks, no drafts): identical output tokens on "
+                  f"{same} of {n} instances"]
+    text = "\n".join(lines)
+    print(text)
+    if a.write:
+        Path(a.write).write_text(text + "\n")
+    return 0
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="factorspec.integrations.vllm.bench")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -227,8 +262,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             p.add_argument("--configs", default=",".join(CONFIGS))
             p.add_argument("--out-dir", default="bench/vllm")
+    p = sub.add_parser("summary")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--out-dir", default="bench/vllm")
+    p.add_argument("--write", default="")
     a = ap.parse_args(argv)
-    return cmd_run(a) if a.cmd == "run" else cmd_all(a)
+    return {"run": cmd_run, "all": cmd_all, "summary": cmd_summary}[a.cmd](a)
 
 
 if __name__ == "__main__":
