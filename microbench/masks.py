@@ -46,8 +46,10 @@ def machine_info() -> dict:
         pass
     info["usable_cores"] = len(os.sched_getaffinity(0))
     try:
-        import xgrammar
-        info["xgrammar"] = xgrammar.__version__
+        from importlib.metadata import version
+        info["xgrammar"] = version("xgrammar")
+        info["factorspec_commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                                   text=True, cwd=REPO, timeout=10).stdout.strip()
     except Exception:  # noqa: BLE001
         pass
     info["note"] = "2 cores shared with other jobs; numbers are medians/p99 over tokens of one run"
@@ -199,8 +201,10 @@ def cases(per_family: int) -> list[tuple[str, Optional[int], str, dict, dict]]:
     return out
 
 
-def run(per_family: int) -> dict:
+def run(per_family: int, budget_s: float = 60.0) -> dict:
     import xgrammar as xgr
+    from factorspec.errors import FactorSpecError
+    from factorspec.graph.solver import Budget
     from factorspec.graph import compile_spec
     from factorspec.graph.textstate import TextMachine
     from factorspec.models import load_tokenizer
@@ -212,35 +216,43 @@ def run(per_family: int) -> dict:
     gc = xgr.GrammarCompiler(info)
     groups: dict[tuple, dict] = {}
     for family, cities, cid, spec, rec in cases(per_family):
-        t0 = time.perf_counter()
-        cs = compile_spec(spec)
-        if rec is None:
-            rec = cs.solve()
-        assert cs.check(rec) == [], cid
-        tm = TextMachine(cs)
-        tm.initial()
-        fs_compile = time.perf_counter() - t0
-        text = cs.canonical_text(rec).encode()
-        tokens = _token_path(tm, v, text)
-        plain = {k: val for k, val in spec.items() if k != "x-factorspec"}
-        t0 = time.perf_counter()
-        compiled = gc.compile_json_schema(json.dumps(plain), any_whitespace=False)
-        xg_compile = time.perf_counter() - t0
         g = groups.setdefault((family, cities), {"ids": [], "fs_cold": [], "fs_warm": [], "xg": [], "tokens": 0,
-                                                 "certain": 0, "jf": 0, "fs_compile": [], "xg_compile": []})
-        g["ids"].append(cid)
-        g["fs_cold"] += _fs_times(cs, v, tokens, cold=True)
-        g["fs_warm"] += _fs_times(cs, v, tokens, cold=False)
-        g["xg"] += _xgr_times(compiled, v, tokens)[0]
-        g["tokens"] += len(tokens) - 1
-        g["certain"] += _certain_count(cs, v, tokens)
-        g["jf"] += _jump_forward_count(compiled, v, tokens)
-        g["fs_compile"].append(fs_compile)
-        g["xg_compile"].append(xg_compile)
-        print(f"{family} {cities} {cid}: {len(tokens)} tokens", file=sys.stderr, flush=True)
+                                                 "certain": 0, "jf": 0, "fs_compile": [], "xg_compile": [],
+                                                 "errors": []})
+        try:
+            t0 = time.perf_counter()
+            cs = compile_spec(spec, budget=Budget(seconds=budget_s))
+            if rec is None:
+                rec = cs.solve()
+            assert cs.check(rec) == [], cid
+            tm = TextMachine(cs)
+            tm.initial()
+            fs_compile = time.perf_counter() - t0
+            text = cs.canonical_text(rec).encode()
+            tokens = _token_path(tm, v, text)
+            plain = {k: val for k, val in spec.items() if k != "x-factorspec"}
+            t0 = time.perf_counter()
+            compiled = gc.compile_json_schema(json.dumps(plain), any_whitespace=False)
+            xg_compile = time.perf_counter() - t0
+            g["ids"].append(cid)
+            g["fs_cold"] += _fs_times(cs, v, tokens, cold=True)
+            g["fs_warm"] += _fs_times(cs, v, tokens, cold=False)
+            g["xg"] += _xgr_times(compiled, v, tokens)[0]
+            g["tokens"] += len(tokens) - 1
+            g["certain"] += _certain_count(cs, v, tokens)
+            g["jf"] += _jump_forward_count(compiled, v, tokens)
+            g["fs_compile"].append(fs_compile)
+            g["xg_compile"].append(xg_compile)
+            print(f"{family} {cities} {cid}: {len(tokens)} tokens", file=sys.stderr, flush=True)
+        except FactorSpecError as e:  # e.g. the solver's budget on a large spec: reported, not hidden
+            g["errors"].append({"id": cid, "error": f"{type(e).__name__}: {e}"})
+            print(f"{family} {cities} {cid}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
     rows = []
     for (family, cities), g in groups.items():
-        rows.append({
+        if not g["ids"]:
+            rows.append({"family": family, "cities": cities, "instances": 0, "errors": g["errors"]})
+            continue
+        rows.append({"errors": g["errors"],
             "family": family, "cities": cities, "instances": len(g["ids"]), "ids": g["ids"],
             "record_tokens": g["tokens"],
             "factorspec_p50_us": round(_pct(g["fs_cold"], 50), 1),
@@ -274,13 +286,19 @@ def to_markdown(res: dict) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in res["rows"]:
+        if not r["instances"]:
+            lines.append(f"| {r['family']} | {r['cities']} | 0 | | failed: {r['errors'][0]['error'][:90]} |||||||||")
+            continue
         lines.append(
             f"| {r['family']} | {r['cities'] if r['cities'] is not None else ''} | {r['instances']} | {r['record_tokens']} "
             f"| {r['factorspec_p50_us']} | {r['factorspec_p99_us']} | {r['factorspec_warm_p50_us']} "
             f"| {r['factorspec_warm_p99_us']} | {r['xgrammar_p50_us']} | {r['xgrammar_p99_us']} "
             f"| {100 * r['certain_share']:.1f}% | {100 * r['jump_forward_share']:.1f}% "
             f"| {r['factorspec_compile_ms']} | {r['xgrammar_compile_ms']} |")
-    lines += ["", "Method: " + res["method"].replace("\n", " "), ""]
+    lines += ["", "Method:", "", res["method"], ""]
+    errs = [e for r in res["rows"] for e in r.get("errors", [])]
+    if errs:
+        lines += ["Errors:", ""] + [f"- {e['id']}: {e['error']}" for e in errs] + [""]
     return "\n".join(lines)
 
 
@@ -289,8 +307,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--json", default="microbench/results/masks.json")
     ap.add_argument("--md", default=None, help="markdown table (default: the --json path with .md)")
     ap.add_argument("--per-family", type=int, default=3, help="instances per (family, city count)")
+    ap.add_argument("--budget-s", type=float, default=60.0, help="solver time budget per spec")
     args = ap.parse_args(argv)
-    res = run(args.per_family)
+    res = run(args.per_family, args.budget_s)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     md = args.md or str(Path(args.json).with_suffix(".md"))

@@ -221,3 +221,61 @@ def walker() -> Walker:
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "slow: heavier token-engine checks (all tokenizers, more seeds); "
                                        "deselect with -m 'not slow'")
+
+
+# -- xgrammar comparison ---------------------------------------------------------------------------
+def _escape_in_bounded_string(tm: TextMachine, configs: Any, data: bytes) -> bool:
+    """Does `data` write a backslash escape inside a string with minLength/maxLength? xgrammar's
+    length-bounded string rule is `[^"\\\r\n]{lo,hi}`: no escapes at all (FactorSpec allows them, as
+    JSON does), so those tokens are a known, documented difference."""
+    cfg = configs
+    for b in data:
+        if b == 0x5C:
+            for stack, _sol in cfg:
+                if stack and stack[-1][0] == "T" and stack[-1][3] == 0:
+                    node = tm.node_at(stack[-1][1])
+                    if node.max_len is not None or node.min_len > 0:
+                        return True
+        cfg = tm.step(cfg, b)
+        if not cfg:
+            return False
+    return False
+
+
+def subset_walk(cs: Any, tm: TextMachine, v: Any, compiled: Any, seed: int, structural_bias: float = 0.5,
+                cap: int = 400, tokens: Any = None, stats: Any = None) -> int:
+    """Walk FactorSpec's mask (random, or along `tokens`) checking it is a subset of xgrammar's.
+    Returns the number of steps taken."""
+    import xgrammar as xgr
+    from factorspec.graph.matcher import Matcher
+    from factorspec.graph.vocab import unpack_mask
+    rng = random.Random(seed)
+    m = Matcher(tm, v)
+    gm = xgr.GrammarMatcher(compiled)
+    bm = xgr.allocate_token_bitmask(1, v.vocab_size)
+    n = 0
+    while not m.is_terminated() and n < cap:
+        ours = m.next_token_mask()
+        gm.fill_next_token_bitmask(bm, 0)
+        theirs = bm[0].numpy()[: len(ours)]
+        extra = ours & ~theirs
+        if extra.any():
+            bad = [int(t) for t in unpack_mask(extra, v.vocab_size)
+                   if not _escape_in_bounded_string(tm, m.configs, v.token_bytes[t])]
+            if stats is not None:
+                stats["escape_diffs"] = stats.get("escape_diffs", 0) + 1
+            if bad:
+                raise AssertionError(f"tokens allowed by FactorSpec but not xgrammar after {bytes(m.text)!r}: "
+                                     f"{[(t, v.token_bytes[t]) for t in bad[:8]]}")
+        if tokens is not None:
+            t = tokens[n]
+        else:
+            both = unpack_mask(ours & theirs, v.vocab_size)
+            assert len(both), f"no token allowed by both after {bytes(m.text)!r}"
+            t = Walker.pick(rng, v, both, structural_bias)
+        assert m.accept_token(t)
+        assert gm.accept_token(t), f"xgrammar rejects token {t} {v.token_bytes[t]!r} after {bytes(m.text)!r}"
+        n += 1
+    if m.is_terminated():
+        assert gm.is_terminated()
+    return n
