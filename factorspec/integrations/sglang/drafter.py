@@ -44,13 +44,12 @@ from factorspec.graph.matcher import Matcher
 
 
 def clone_matcher(m: Matcher) -> Matcher:
-    """An independent Matcher at the same state (shares the immutable machine, vocab and masks)."""
+    """An independent Matcher at the same state: shares the immutable parts (machine, vocab,
+    frozenset configs, cached mask arrays) and copies every mutable container (history, text, ...),
+    whatever attributes the Matcher has."""
     c = Matcher.__new__(Matcher)
-    c.m, c.vocab = m.m, m.vocab
-    c.configs, c.plan, c.terminated = m.configs, m.plan, m.terminated
-    c.text = bytearray(m.text)
-    c._history = list(m._history)
-    c._mask = m._mask
+    for k, v in vars(m).items():
+        setattr(c, k, v.copy() if isinstance(v, (list, dict, set, bytearray)) else v)
     return c
 
 
