@@ -82,12 +82,39 @@ def _client(base):
     return openai.OpenAI(base_url=base + "/v1", api_key="none", timeout=180, max_retries=0)
 
 
-def _ask(base, problem, schema):
+def _ask(base, problem, schema, max_tokens=400):
     from factorspec.natural_plan import json_prompt
 
     return _client(base).chat.completions.create(
         model=NAME, messages=[{"role": "user", "content": json_prompt(problem)}], temperature=0,
-        max_tokens=400, response_format={"type": "json_schema", "json_schema": {"name": "trip", "schema": schema}})
+        max_tokens=max_tokens, response_format={"type": "json_schema", "json_schema": {"name": "trip", "schema": schema}})
+
+
+def test_plain_and_factorspec_requests_share_the_engine(server):
+    """Runs first: a plain JSON schema request makes vLLM create its xgrammar backend; the first
+    FactorSpec request then installs FactorSpecBackend, which adopts it; then both kinds at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from factorspec.natural_plan import to_spec
+    from factorspec.natural_plan.check import check_plan
+
+    base, _proc, _log = server
+    p = trip_instances(1)[0]
+    doc = to_spec(p)
+    # a small plain schema (served by xgrammar through the adopted backend) keeps the
+    # syntax-only, draft-free decoding short on a slow CPU
+    plain = {"type": "object", "properties": {"feasible": {"type": "boolean"}}, "required": ["feasible"],
+             "additionalProperties": False}
+
+    def shape_ok(text):
+        return isinstance(json.loads(text)["feasible"], bool)
+
+    assert shape_ok(_ask(base, p, plain, 40).choices[0].message.content)
+    with ThreadPoolExecutor(2) as ex:
+        f_fs, f_plain = ex.submit(_ask, base, p, doc), ex.submit(_ask, base, p, plain, 40)
+        fs_text, plain_text = f_fs.result().choices[0].message.content, f_plain.result().choices[0].message.content
+    assert check_plan(p, json.loads(fs_text)) == [], fs_text
+    assert shape_ok(plain_text)
 
 
 def test_valid_records_over_http(server):
