@@ -221,7 +221,7 @@ class TextMachine:
         else:
             x = int(body)
             ivs = []
-            bound = self._abs_bound(path, sol, step)
+            bound = self._abs_bound(path, sol, step, neg)
             if bound is None:
                 return True  # unbounded free number: any well-formed prefix continues
             k = 0
@@ -244,15 +244,19 @@ class TextMachine:
     def _free_number_in(self, node: Scalar, ivs: list) -> bool:
         return any(lo < hi or (lo == hi and lc and hc) for lo, lc, hi, hc in ivs)
 
-    def _abs_bound(self, path: tuple, sol: Any, step: Optional[Fraction]) -> Optional[Fraction]:
+    def _abs_bound(self, path: tuple, sol: Any, step: Optional[Fraction], neg: bool = False) -> Optional[Fraction]:
+        """Largest magnitude of the values of that sign (None: unbounded)."""
         node: Scalar = self.node_at(path)  # type: ignore[assignment]
         v = self.spec.var_of.get(path)
         if v is not None:
             d = sol.D[v.id]
             return max(abs(N.dmin(d)), abs(N.dmax(d))) * step
-        if node.lo is None or node.hi is None or step is None:
+        if step is None:
             return None
-        return max(abs(node.lo), abs(node.hi)) * step
+        # one-sided bounds still bound one sign: minimum -1 leaves only -1 among the negatives
+        if neg:
+            return None if node.lo is None else max(-node.lo, 0) * step
+        return None if node.hi is None else max(node.hi, 0) * step
 
     def _num_end(self, path: tuple, sol: Any, p: bytes) -> Optional[int]:
         """Internal value if the number text `p` can end here, else None."""
@@ -370,9 +374,17 @@ class TextMachine:
         return None
 
     # -- queries ----------------------------------------------------------------------------------
-    @staticmethod
-    def is_final(configs: Iterable[Config]) -> bool:
-        return any(not stack for stack, _ in configs)
+    def is_final(self, configs: Iterable[Config]) -> bool:
+        """Can the record end here? (Also inside a root-level scalar whose text can end, e.g. `true`.)"""
+        for cfg in configs:
+            stack, sol = cfg
+            if not stack:
+                return True
+            if len(stack) == 1 and stack[-1][0] == "S":
+                ended = self._end_scalar(stack, sol)
+                if ended is not None and any(not s for s, _ in self.expand(ended)):
+                    return True
+        return False
 
     def next_bytes(self, configs: Iterable[Config], limit: int = 2) -> Optional[set[int]]:
         """The bytes that may come next; None when more than `limit` are possible (cheap exit)."""
@@ -417,7 +429,8 @@ class TextMachine:
         buf = bytearray()
         while len(buf) < max_bytes:
             if self.is_final(configs):
-                return bytes(buf), configs, len(configs) == 1
+                # complete only when nothing can follow (a root scalar such as `1` may go on to `10`)
+                return bytes(buf), configs, len(configs) == 1 and not next(iter(configs))[0]
             nb = self.next_bytes(configs, limit=1)
             if nb is None or len(nb) != 1 or -1 in nb:
                 break

@@ -54,3 +54,44 @@ def test_random_byte_strings_match_the_decoder(tm: TextMachine) -> None:
     for _ in range(4000):
         body = bytes(rng.choice(pool) for _ in range(rng.randint(1, 8)))
         assert _accepts(tm, body) == _valid(body), body
+
+
+def _ends(tm: TextMachine, text: bytes) -> bool:
+    c = tm.initial()
+    for b in text:
+        c = tm.step(c, b)
+        if not c:
+            return False
+    return tm.is_final(c)
+
+
+@pytest.mark.parametrize("schema,text,ok", [
+    ({"type": "boolean"}, b"true", True),
+    ({"enum": ["GB", "US"]}, b'"GB"', True),
+    ({"type": "integer", "minimum": 0, "maximum": 5}, b"5", True),
+    ({"type": "integer"}, b"-12", True),
+    ({"enum": [1, 10]}, b"1", True),
+    ({"enum": [1, 10]}, b"10", True),
+])
+def test_root_scalar_record_can_end(schema: dict, text: bytes, ok: bool) -> None:
+    """A record that is a single scalar is complete once its text can end (was: never final)."""
+    assert _ends(TextMachine(compile_spec(schema)), text) == ok
+
+
+@pytest.mark.parametrize("schema,text,ok", [
+    ({"type": "integer", "minimum": -1}, b"-1", True),
+    ({"type": "integer", "minimum": -1}, b"-2", False),
+    ({"type": "integer", "minimum": -1}, b"-10", False),
+    ({"type": "integer", "minimum": -1}, b"123", True),
+    ({"type": "integer", "maximum": -50}, b"-50", True),
+    ({"type": "integer", "maximum": -50}, b"-100", True),
+    ({"type": "integer", "maximum": -50}, b"-49", False),
+    ({"type": "integer", "maximum": -50}, b"12", False),
+    ({"type": "integer", "minimum": 3}, b"-1", False),
+])
+def test_one_sided_integer_bounds(schema: dict, text: bytes, ok: bool) -> None:
+    """Half-bounded integers: prefixes of the bounded sign are checked (was: any prefix allowed)."""
+    assert _ends(TextMachine(compile_spec(schema)), text) == ok
+    prefix_ok = any(_ends(TextMachine(compile_spec(schema)), text + d) for d in [b""] + [bytes([c]) for c in b"0123456789"])
+    if not ok and text != b"-49" and text != b"12":
+        assert not prefix_ok
