@@ -128,7 +128,7 @@ def patch_structured_output_manager() -> None:
                     idx += 1
                     continue
                 if seen_pad or grammar.is_terminated():
-                    bm[idx].fill_(-1) if seen_pad else grammar.fill_bitmask(bm, idx)
+                    bm[idx].fill_(-1)  # as vLLM: no constraint past padding or termination
                 else:
                     grammar.fill_bitmask(bm, idx)
                 if token == -1:
@@ -141,9 +141,7 @@ def patch_structured_output_manager() -> None:
                 idx += 1
             if failed is not None:
                 bm[idx].copy_(bm[failed])
-            elif seen_pad:
-                bm[idx].fill_(-1)
-            elif grammar.is_terminated():
+            elif seen_pad or grammar.is_terminated():
                 bm[idx].fill_(-1)
             else:
                 grammar.fill_bitmask(bm, idx)
