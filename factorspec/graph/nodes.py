@@ -190,25 +190,33 @@ class Const(Node):
 
 
 class VarRef(Node):
-    __slots__ = ("var", "kind", "_numeric_table")
+    __slots__ = ("var", "kind", "_numeric_table", "_cache")
 
     def __init__(self, var: Var) -> None:
         self.var = var
         self.vars = frozenset([var.id])
         self.kind = var.kind
         self._numeric_table = var.values is not None and var.kind == "num"
+        self._cache: dict = {}  # domain -> abstract value (domains are immutable, hashes cached)
 
     def fwd(self, D: list) -> Any:
         d = D[self.var.id]
+        hit = self._cache.get(d)
+        if hit is not None:
+            return hit
         v = self.var
         if v.values is None or v.kind == "bool":
             if v.values is None and v.step != 1:
-                return (dmin(d) * v.step, dmax(d) * v.step)
-            return (dmin(d), dmax(d))
-        vals = [v.values[k] for k in d] if isinstance(d, frozenset) else [v.values[k] for k in range(d[0], d[1] + 1)]
-        if self._numeric_table:
-            return (min(vals), max(vals))
-        return frozenset(vals)
+                out: Any = (dmin(d) * v.step, dmax(d) * v.step)
+            else:
+                out = (dmin(d), dmax(d))
+        else:
+            vals = [v.values[k] for k in d] if isinstance(d, frozenset) else [v.values[k] for k in range(d[0], d[1] + 1)]
+            out = (min(vals), max(vals)) if self._numeric_table else frozenset(vals)
+        if len(self._cache) > 4096:
+            self._cache.clear()
+        self._cache[d] = out
+        return out
 
     def bwd(self, C: Ctx, target: Any) -> bool:
         v = self.var
@@ -616,23 +624,47 @@ class Member(Node):
     """(a, b, ...) in TABLE: membership of a tuple of values in a set of allowed rows."""
 
     kind = "bool"
-    __slots__ = ("elems", "rows", "rowset")
+    __slots__ = ("elems", "rows", "rowset", "index", "vals_of")
 
     def __init__(self, elems: list[Node], rows: list[tuple]) -> None:
         self.elems, self.rows = elems, rows
         self.rowset = frozenset(rows)
         self.vars = frozenset().union(*(e.vars for e in elems))
+        # per column: value -> bitset (a Python int) of the rows holding it, so that the rows
+        # still consistent with the columns' domains are a few big-int ANDs, not a scan
+        self.index: list[dict] = [{} for _ in elems]
+        for r, row in enumerate(rows):
+            for i, v in enumerate(row):
+                if i < len(self.index):
+                    self.index[i][v] = self.index[i].get(v, 0) | (1 << r)
+
+    def _live_bits(self, abs_: list) -> int:
+        live = -1
+        for col, a in zip(self.index, abs_):
+            m = 0
+            if isinstance(a, frozenset) and len(a) < len(col):
+                for v in a:
+                    m |= col.get(v, 0)
+            else:
+                for v, bits in col.items():
+                    if _consistent(v, a):
+                        m |= bits
+            live &= m
+            if not live:
+                return 0
+        return live
 
     def _live(self, D: list) -> tuple[list, list]:
         abs_ = [e.fwd(D) for e in self.elems]
-        live = [r for r in self.rows if all(_consistent(v, a) for v, a in zip(r, abs_))]
+        bits = self._live_bits(abs_)
+        live = [r for i, r in enumerate(self.rows) if bits >> i & 1] if bits else []
         return abs_, live
 
     def fwd(self, D: list) -> tuple:
-        abs_, live = self._live(D)
-        if not live:
+        abs_ = [e.fwd(D) for e in self.elems]
+        if not self._live_bits(abs_):
             return F
-        if all(_sym(a) is not None and len(_sym(a)) == 1 for a in abs_) and len(live) >= 1:
+        if all(_sym(a) is not None and len(_sym(a)) == 1 for a in abs_):
             return T
         return U
 
@@ -649,11 +681,12 @@ class Member(Node):
                             if not self.elems[i].bwd_ne(C, r[i]):
                                 return False
             return True
-        _, live = self._live(C.D)
-        if not live:
+        abs_ = [e.fwd(C.D) for e in self.elems]
+        bits = self._live_bits(abs_)
+        if not bits:
             return False
         for i, e in enumerate(self.elems):
-            vals = frozenset(r[i] for r in live)
+            vals = frozenset(v for v, b in self.index[i].items() if b & bits)
             if not isinstance(e, (VarRef, Const, Lookup, Select)) and not isinstance(e.fwd(C.D), frozenset):
                 vals = (min(vals), max(vals))  # arithmetic narrows by intervals only
             if not e.bwd(C, vals):
@@ -834,6 +867,8 @@ class AllDiff(Node):
         if target != T:
             return True
         nodes, _ = self._present(C.D)
+        if all(isinstance(n, VarRef) for n in nodes):
+            return self._bwd_vars(C, nodes)
         changed = True
         while changed:
             changed = False
@@ -859,6 +894,43 @@ class AllDiff(Node):
         union: set = set()
         for n in nodes:
             s = _sym(n.fwd(C.D))
+            if s is None:
+                return True
+            union |= s
+        return len(union) >= len(nodes)
+
+    @staticmethod
+    def _bwd_vars(C: Ctx, nodes: list) -> bool:
+        """Forward checking plus pigeonhole, directly on the variables' domains."""
+        D = C.D
+        done: set = set()
+        while True:
+            fixed: dict = {}
+            for n in nodes:
+                vid = n.var.id
+                d = D[vid]
+                if dsize(d) == 1:
+                    val = n.var.value(dmin(d))
+                    if val in fixed and fixed[val] != vid:
+                        return False
+                    fixed[val] = vid
+            new = [val for val in fixed if val not in done]
+            if not new:
+                break
+            done.update(new)
+            newset = set(new)
+            for n in nodes:
+                vid = n.var.id
+                d = D[vid]
+                if dsize(d) == 1 or not isinstance(d, frozenset):
+                    continue
+                var = n.var
+                drop = [k for k in d if var.value(k) in newset]
+                if drop and not C.set(vid, d - frozenset(drop)):
+                    return False
+        union: set = set()
+        for n in nodes:
+            s = _sym(n.fwd(D))
             if s is None:
                 return True
             union |= s

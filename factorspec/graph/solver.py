@@ -49,6 +49,13 @@ class Problem:
                 for g in v.guard.vars:
                     guard_watch[g].append(v.id)
         self.guard_watch = guard_watch
+        # nogood signatures: per factor its vars; all_different over plain slots depends on the
+        # assigned values only as a set (so prefixes that used the same values in another order
+        # share their failures)
+        self.fvars = [tuple(sorted(f.node.vars)) for f in factors]
+        self.set_sig = [isinstance(f.node, N.AllDiff) and all(g is None and isinstance(n, N.VarRef)
+                                                               for g, n in f.node.items) for f in factors]
+        self.nogoods: set = set()  # keys of search nodes proven to have no solution
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
         self.stats = Stats()
@@ -114,13 +121,36 @@ class _Search:
             if v.guard is not None and N._as_bool(v.guard.fwd(D)) == N.F:
                 D[vid] = frozenset([N.dmin(D[vid])])  # absent slot: its value does not matter
                 continue
-            if v.structural:
-                return vid
-            if best_size is None or s < best_size:
-                best, best_size = vid, s
-                if s == 2:
-                    break
+            return vid  # structure first, then slots in document order
         return best
+
+    def _key(self, D: list) -> tuple:
+        """What the rest of the search depends on: the open variables' domains, and for each factor
+        that mixes assigned and open variables the assigned values (as a set for all_different).
+        Two search nodes with equal keys have the same solutions on the open variables."""
+        p = self.p
+        size = N.dsize
+        open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
+        sigs = []
+        for ci, vs in enumerate(p.fvars):
+            fixed = [v for v in vs if size(D[v]) == 1]
+            if not fixed:
+                continue
+            if len(fixed) == len(vs):
+                if N._as_bool(p.factors[ci].node.fwd(D)) == N.T:
+                    continue
+                sigs.append((ci, tuple(D[v] for v in fixed)))
+            elif p.set_sig[ci]:
+                sigs.append((ci, frozenset(D[v] for v in fixed)))
+            else:
+                sigs.append((ci, tuple((v, D[v]) for v in fixed)))
+        return open_, tuple(sigs)
+
+    def _remember_failure(self, key: tuple) -> None:
+        ng = self.p.nogoods
+        if len(ng) > 200_000:
+            ng.clear()
+        ng.add(key)
 
     def _exact(self, D: list) -> bool:
         A = [N.dmin(d) for d in D]
@@ -153,12 +183,16 @@ class _Search:
         vid = self._pick(D)
         if vid is None:
             return [N.dmin(d) for d in D] if self._exact(D) else None
+        key = self._key(D)
+        if key in self.p.nogoods:
+            return None
         for b in self._branches(D[vid]):
             D2 = list(D)
             D2[vid] = b
             sol = self._dfs(D2, [vid])
             if sol is not None:
                 return sol
+        self._remember_failure(key)
         return None
 
     def count(self, D: list, limit: int, on_solution: Optional[Callable[[list], None]] = None) -> int:
@@ -180,6 +214,9 @@ class _Search:
             if on_solution:
                 on_solution([N.dmin(d) for d in D])
             return 1
+        key = self._key(D)
+        if key in self.p.nogoods:
+            return 0
         total = 0
         for b in self._branches(D[vid]):
             D2 = list(D)
@@ -187,6 +224,8 @@ class _Search:
             total += self._count(D2, [vid], limit - total, on_solution)
             if total >= limit:
                 break
+        if total == 0:
+            self._remember_failure(key)
         return total
 
 
