@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 
 from factorspec.bench.baselines import NgramXGrammarConstraint, XGrammarCompilerCache, XGrammarConstraint
 from factorspec.bench.width import CertainWidth, CostModel
+from factorspec.errors import FactorSpecError
 from factorspec.graph import compile_spec
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.textstate import TextMachine
@@ -137,13 +138,20 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
     for attempt in range(attempts):
         if not todo:
             break
-        reqs = []
+        reqs, ok = [], []
         for p in todo:
             ids = prompts[p.id] if p.id not in extra_prompt else build_prompt_ids(ctx.tok, json_prompt(p) + extra_prompt[p.id])
-            reqs.append(Request(ids, _constraint(ctx, config, p, ids), max_new_tokens=max_new_tokens, id=p.id))
+            try:
+                c = _constraint(ctx, config, p, ids)
+            except FactorSpecError as e:  # e.g. a search budget hit while compiling: this instance fails
+                rows[p.id].update(valid=False, exact_match=False, record=None, text="",
+                                  finish_reason=f"constraint_error: {type(e).__name__}: {e}")
+                continue
+            reqs.append(Request(ids, c, max_new_tokens=max_new_tokens, id=p.id))
+            ok.append(p)
         results = engine.generate(reqs, batch_size=batch, mode=mode)
         retry = []
-        for p, res in zip(todo, results):
+        for p, res in zip(ok, results):
             r = rows[p.id]
             text = ctx.tok.decode([t for t in res.tokens if t not in engine.stop_token_ids], skip_special_tokens=True)
             rec, valid, exact, viol = evaluate(ctx, p, text)

@@ -266,10 +266,14 @@ class Engine:
             d = DraftTree()
             c = st.request.constraint
             if mode != "greedy" and c is not None and st.finish_reason is None:
-                w = self._width(st, B)
-                if w > 0:
-                    d = c.draft(w)
-                    d = _truncate(d, w, chain=(mode == "chain"))
+                try:
+                    w = self._width(st, B)
+                    if w > 0:
+                        d = c.draft(w)
+                        d = _truncate(d, w, chain=(mode == "chain"))
+                except Exception as e:  # a failing constraint ends its own request only
+                    self._fail(st, e)
+                    d = DraftTree()
             drafts.append(d)
         L = kv.length
         tb = KERNELS.build_tree_verify_inputs(
@@ -301,7 +305,11 @@ class Engine:
             if c is None:
                 valid_nodes.append([True] * (len(d) + 1))
                 continue
-            valid_nodes.append(self._walk_masks(c, d, bitmask, int(offsets[b])))
+            try:
+                valid_nodes.append(self._walk_masks(c, d, bitmask, int(offsets[b])))
+            except Exception as e:
+                self._fail(st, e)
+                valid_nodes.append([False] * (len(d) + 1))
             constrained_rows.extend(range(int(offsets[b]), int(offsets[b + 1])))
         if constrained_rows and len(constrained_rows) < T:
             bm = torch.from_numpy(bitmask[constrained_rows]).to(logits.device)
@@ -343,8 +351,17 @@ class Engine:
                 new = [int(d.tokens[k]) for k in path] + [int(bonus)]
             st.stats.accepted_draft_tokens += len(path)
             st.last_drafted, st.last_accepted = len(d), len(path)
-            self._commit(st, new)
+            try:
+                self._commit(st, new)
+            except Exception as e:
+                self._fail(st, e)
         kv.commit(cache, L, keep)
+
+    @staticmethod
+    def _fail(st: RequestState, e: Exception) -> None:
+        """End one request whose constraint raised (budget hit, bad state); the batch goes on."""
+        if st.finish_reason is None:
+            st.finish_reason = f"constraint_error: {type(e).__name__}: {e}"
 
     def _commit(self, st: RequestState, new: list[int]) -> None:
         c = st.request.constraint
