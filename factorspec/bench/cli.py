@@ -106,6 +106,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 summary["configs"].append(s)
                 if config.startswith("syntax_ngram"):
                     ngram.append(s)
+                with open(os.path.join(args.out, "summary.json"), "w") as sf:  # partial results survive
+                    json.dump(summary, sf, indent=2)
             if ngram:  # the n-gram drafter at its best width on this load
                 best = min(ngram, key=lambda s: s["seconds_per_record"])
                 summary["configs"].append({**best, "name": "syntax_ngram_best", "best_of": best["name"]})
