@@ -450,9 +450,21 @@ class Grounder:
 
     def _attr(self, base: GVal, name: str, guards: list, ast: dict) -> GVal:
         if isinstance(base, SelRef):
-            return SelRef(base.index, {k: self._attr(r, name, [], ast) for k, r in base.options.items()})
+            opts = {}
+            for k, r in base.options.items():
+                extra: list = []
+                opts[k] = self._attr(r, name, extra, ast)
+                if extra:  # the option's own presence would have to depend on the index
+                    raise self.err(f"optional property {name!r} read through last()/[-1] of a "
+                                   f"variable-length array is not supported (in {to_text(ast)})")
+            return SelRef(base.index, opts)
         if isinstance(base, ListVal):
-            return ListVal([(g, self._attr(r, name, [], ast)) for g, r in base.items])
+            items = []
+            for g, r in base.items:
+                extra = []
+                r2 = self._attr(r, name, extra, ast)  # an optional field adds its presence guard
+                items.append((N.conj(([g] if g is not None else []) + extra), r2))
+            return ListVal(items)
         if not isinstance(base, Ref) or not isinstance(base.node, Obj):
             raise self.err(f"'.{name}' applied to something that is not an object (in {to_text(ast)})")
         for f in base.node.fields:
