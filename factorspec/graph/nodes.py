@@ -469,77 +469,55 @@ def _eq(x: Any, y: Any) -> bool:
     return x == y
 
 
-class And(Node):
+class _Junction(Node):
+    """`and` / `or`: `absorb` decides the whole (F for and, T for or); `neutral` is the other."""
+
     kind = "bool"
     __slots__ = ("args",)
+    absorb: tuple = F
+    neutral: tuple = T
 
     def __init__(self, args: list[Node]) -> None:
         self.args = args
         self.vars = frozenset().union(*(a.vars for a in args)) if args else frozenset()
 
     def fwd(self, D: list) -> tuple:
-        lo, hi = 1, 1
+        out = self.neutral
         for a in self.args:
             r = _as_bool(a.fwd(D))
-            if r == F:
-                return F
-            lo, hi = min(lo, r[0]), min(hi, r[1])
-        return (lo, hi)
+            if r == self.absorb:
+                return r
+            if r != self.neutral:
+                out = U
+        return out
 
     def bwd(self, C: Ctx, target: Any) -> bool:
-        if target == T:
-            return all(a.bwd(C, T) for a in self.args)
-        if target == F:
+        if target == self.neutral:
+            return all(a.bwd(C, target) for a in self.args)
+        if target == self.absorb:
             unknown = []
             for a in self.args:
                 r = _as_bool(a.fwd(C.D))
-                if r == F:
+                if r == self.absorb:
                     return True
-                if r != T:
+                if r != self.neutral:
                     unknown.append(a)
             if not unknown:
                 return False
             if len(unknown) == 1:
-                return unknown[0].bwd(C, F)
+                return unknown[0].bwd(C, target)
         return True
+
+
+class And(_Junction):
+    absorb, neutral = F, T
 
     def ev(self, A: list) -> Any:
         return int(all(a.ev(A) for a in self.args))
 
 
-class Or(Node):
-    kind = "bool"
-    __slots__ = ("args",)
-
-    def __init__(self, args: list[Node]) -> None:
-        self.args = args
-        self.vars = frozenset().union(*(a.vars for a in args)) if args else frozenset()
-
-    def fwd(self, D: list) -> tuple:
-        lo, hi = 0, 0
-        for a in self.args:
-            r = _as_bool(a.fwd(D))
-            if r == T:
-                return T
-            lo, hi = max(lo, r[0]), max(hi, r[1])
-        return (lo, hi)
-
-    def bwd(self, C: Ctx, target: Any) -> bool:
-        if target == F:
-            return all(a.bwd(C, F) for a in self.args)
-        if target == T:
-            unknown = []
-            for a in self.args:
-                r = _as_bool(a.fwd(C.D))
-                if r == T:
-                    return True
-                if r != F:
-                    unknown.append(a)
-            if not unknown:
-                return False
-            if len(unknown) == 1:
-                return unknown[0].bwd(C, T)
-        return True
+class Or(_Junction):
+    absorb, neutral = T, F
 
     def ev(self, A: list) -> Any:
         return int(any(a.ev(A) for a in self.args))

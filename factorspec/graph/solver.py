@@ -131,14 +131,19 @@ class _Search:
         p = self.p
         size = N.dsize
         open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
+        A = [N.dmin(d) if size(d) == 1 else None for d in D]
         sigs = []
         for ci, vs in enumerate(p.fvars):
             fixed = [v for v in vs if size(D[v]) == 1]
             if not fixed:
                 continue
             if len(fixed) == len(vs):
-                if N._as_bool(p.factors[ci].node.fwd(D)) == N.T:
-                    continue
+                # decided exactly (not by the interval view, which is only an over-approximation)
+                try:
+                    if p.factors[ci].node.ev(A):
+                        continue
+                except (TypeError, ZeroDivisionError):
+                    pass
                 sigs.append((ci, tuple(D[v] for v in fixed)))
             elif p.set_sig[ci]:
                 sigs.append((ci, frozenset(D[v] for v in fixed)))
