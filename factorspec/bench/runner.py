@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from factorspec.bench.baselines import NgramXGrammarConstraint, XGrammarCompilerCache, XGrammarConstraint
-from factorspec.bench.width import CertainWidth, CostModel
+from factorspec.graph.width import CertainWidth, CostModel
 from factorspec.errors import FactorSpecError
 from factorspec.graph import compile_spec
 from factorspec.graph.matcher import Matcher
