@@ -64,7 +64,10 @@ class TokenVocab:
     def mask_from_ids(self, ids: Sequence[int]) -> np.ndarray:
         """xgrammar layout: token j is bit j % 32 of word j // 32 (LSB first), 1 = allowed."""
         words = np.zeros(self.words, dtype=np.uint32)
-        if len(ids):
+        if len(ids) == 1:  # forced positions: one token (the common case), no ufunc.at
+            i = int(ids[0])
+            words[i >> 5] = np.uint32(1 << (i & 31))
+        elif len(ids):
             a = np.asarray(ids, dtype=np.int64)
             np.bitwise_or.at(words, a >> 5, (np.uint32(1) << (a & 31).astype(np.uint32)))
         return words.view(np.int32)
