@@ -126,7 +126,11 @@ def bench_instance(problem: Any, slot_budget: float, solve_budget: float, cap: f
             over += 1
             slots.append({"slot": v.name, "s": slot_budget, "cpu_s": time.thread_time() - c0, "n_values": None,
                           "over_budget": True})
-        nxt = st.assign(v.id, A[v.id])  # memoised when feasible_values finished
+        try:
+            nxt = st.assign(v.id, A[v.id])  # memoised when feasible_values finished
+        except BudgetExceeded:  # following the golden value itself ran out of budget
+            res["slots_not_reached"] = len(order) - k - 1
+            break
         if nxt is None:
             raise AssertionError(f"{problem.id}: golden value of {v.name} is infeasible")
         st = nxt
