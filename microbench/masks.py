@@ -57,39 +57,10 @@ def machine_info() -> dict:
 
 
 def _token_path(tm: Any, v: Any, text: bytes) -> list[int]:
-    """The golden text's token path through the Matcher (text-guided DFS), stop token included."""
+    """The golden text's token path through the Matcher, stop token included."""
     from factorspec.graph.matcher import Matcher
-    from factorspec.graph.vocab import TOKEN_END
-    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
-    m = Matcher(tm, v)
-    path: list[int] = []
-
-    def dfs() -> bool:
-        rem = text[len(m.text):]
-        if not rem:
-            for s in v.stop_ids:
-                if m.accept_token(s):
-                    path.append(s)
-                    return True
-            return False
-        allowed = set(int(i) for i in m.allowed_tokens())
-        cands = []
-        node = v.trie
-        for k, b in enumerate(rem):
-            node = node.get(b)
-            if node is None:
-                break
-            cands.extend((k + 1, t) for t in node.get(TOKEN_END, ()) if t in allowed)
-        for _, t in sorted(cands, reverse=True):
-            m.accept_token(t)
-            path.append(t)
-            if dfs():
-                return True
-            path.pop()
-            m.rollback(1)
-        return False
-
-    if not dfs():
+    path = Matcher(tm, v).token_path(text)
+    if path is None:
         raise RuntimeError(f"golden text not reachable: {text[:80]!r}")
     return path
 

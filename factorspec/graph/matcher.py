@@ -199,6 +199,42 @@ class Matcher:
                 if len(child) > (1 if ids else 0):
                     stack.append((child, nc))
 
+    def token_path(self, target: bytes) -> Optional[list[int]]:
+        """Allowed tokens (stop token included) that write exactly `target` from here to the end
+        of the record, longest tokens first; None if no such path. On success the matcher is left
+        at the end of the path (teacher forcing, benchmarks, reachability checks)."""
+        from factorspec.graph.vocab import TOKEN_END
+
+        start = len(self._history)
+        # explicit stack of (candidate tokens, next index): no recursion limit on long records
+        stack: list[list] = []
+        while True:
+            rem = target[len(self.text):]
+            if not rem:
+                for s in self.vocab.stop_ids:
+                    if self.accept_token(s):
+                        return [int(t) for t in self.tokens[start:]]
+                cands: list[int] = []
+            else:
+                allowed = set(int(i) for i in self.allowed_tokens())
+                found, node = [], self.vocab.trie
+                for k, b in enumerate(rem):
+                    node = node.get(b)
+                    if node is None:
+                        break
+                    found.extend((k + 1, t) for t in node.get(TOKEN_END, ()) if t in allowed)
+                cands = [t for _, t in sorted(found, reverse=True)]
+            stack.append([cands, 0])
+            while stack and stack[-1][1] >= len(stack[-1][0]):
+                stack.pop()
+                if not stack:
+                    return None
+                self.rollback(1)
+            frame = stack[-1]
+            tok = frame[0][frame[1]]
+            frame[1] += 1
+            self.accept_token(tok)
+
     # -- drafts -----------------------------------------------------------------------------------
     def certain_run(self, max_tokens: int) -> list[int]:
         """Tokens that are the only allowed choice, one after another, from here (not applied)."""
