@@ -35,6 +35,7 @@ class Matcher:
         self.tokens: list[int] = []  # accepted tokens (for prompt-lookup drafting)
         self.prompt: list[int] = []
         self._history: list[tuple] = []
+        self._run_cache: Optional[tuple] = None  # (configs, plan, terminated, cap, run)
         self._mask: Optional[np.ndarray] = None
 
     @classmethod
@@ -237,7 +238,17 @@ class Matcher:
 
     # -- drafts -----------------------------------------------------------------------------------
     def certain_run(self, max_tokens: int) -> list[int]:
-        """Tokens that are the only allowed choice, one after another, from here (not applied)."""
+        """Tokens that are the only allowed choice, one after another, from here (not applied).
+
+        Memoised for the current state: an engine asks once for its width policy and again when
+        it drafts, and that second walk must not cost the first one again."""
+        if not self.terminated:
+            self._plan_here()
+        c = self._run_cache
+        if c is not None and c[0] is self.configs and c[1] == self.plan and c[2] == self.terminated \
+                and (max_tokens <= c[3] or len(c[4]) < c[3]):
+            return c[4][:max_tokens]
+        state = (self.configs, self.plan, self.terminated)
         out: list[int] = []
         while len(out) < max_tokens and not self.terminated:
             plan = self._plan_here()
@@ -252,7 +263,8 @@ class Matcher:
                 break
             out.append(t)
         self.rollback(len(out))
-        return out
+        self._run_cache = (*state, max_tokens, out)
+        return list(out)
 
     def draft(self, max_tokens: int, max_branches: int = 4) -> DraftTree:
         """The certain run, then (budget permitting) one branch per value where few remain."""
