@@ -10,6 +10,13 @@ masked argmax of their parents is accepted, and the masked argmax at its end is 
 Only the accepted path's KV entries are kept (see kvstore.KVStore.commit), so the result equals
 greedy masked decoding one token per forward (up to floating-point differences between forward
 shapes).
+
+With a `MaskWorkerPool` (`Engine(..., pool=pool)`), requests that carry a spec (`Request.spec`)
+keep their matcher in a CPU worker process instead: each step sends the tokens accepted since the
+last step, the worker answers with the draft (phase 1, which the forward needs), and writes the
+bitmask rows of the root and every draft node into shared memory while the forward runs (phase 2,
+needed only for verification). Drafts depend on the previous step's accepted tokens, so they are
+made between forwards; the mask rows, the larger share of the constraint work, overlap it.
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from factorspec.engine.interface import DraftTree, RequestConstraint
+from factorspec.engine.interface import DraftTree, RequestConstraint, fill_tree_bitmask, truncate_draft
 from factorspec.engine.kvstore import KVStore
 from factorspec.engine.ops import KERNELS, bitmask_words
 
@@ -29,13 +36,17 @@ MODES = ("spec", "chain", "greedy")
 
 @dataclass
 class Request:
-    """One generation request. `width` overrides the engine's width policy for this request."""
+    """One generation request. `width` overrides the engine's width policy for this request.
+
+    `spec` (a FactorSpec spec document, dict or JSON text) instead of `constraint`: the request is
+    served by the engine's mask worker pool (the engine must have one)."""
 
     prompt_ids: Sequence[int]
     constraint: RequestConstraint | None = None
     max_new_tokens: int = 256
     width: int | Callable[["RequestState", int], int] | None = None
     id: Any = None
+    spec: Any = None
 
 
 @dataclass
@@ -47,6 +58,7 @@ class RequestStats:
     drafted_tokens: int = 0  # draft nodes sent to verification
     accepted_draft_tokens: int = 0  # draft nodes accepted
     seconds: float = 0.0  # wall time from admission to finish
+    prefill_seconds: float = 0.0  # wall time of this request's prefill forward
 
 
 @dataclass
@@ -68,6 +80,8 @@ class RequestState:
     finish_reason: str | None = None
     last_drafted: int = -1  # draft nodes sent in the previous step (-1: none yet)
     last_accepted: int = 0  # of which accepted
+    rid: Any = None  # key in the mask worker pool (pooled requests only)
+    unsent: list[int] = field(default_factory=list)  # tokens committed since the pool last saw them
 
 
 WidthPolicy = Callable[[RequestState, int], int]  # (state, active batch size) -> draft nodes
@@ -108,8 +122,16 @@ class Engine:
         width: int | WidthPolicy = 16,
         max_width: int = 64,
         vocab_size: int | None = None,
+        pool: Any = None,
     ) -> None:
         self.model = model.eval()
+        self.pool = pool  # factorspec.workers.MaskWorkerPool serving requests that carry a spec
+        self._rids = 0
+        # wall seconds per phase, summed over the engine's life (prefill; per step: drafts, i.e.
+        # waiting for phase 1; forward; masks, i.e. the in-process walk or waiting for phase 2;
+        # verify and commit)
+        self.timings: dict[str, float] = {"prefill": 0.0, "drafts": 0.0, "forward": 0.0, "masks": 0.0,
+                                          "verify": 0.0}
         self.tokenizer = tokenizer
         if stop_token_ids is None and tokenizer is not None:
             from factorspec.models.tokens import stop_token_ids as _stops
@@ -168,41 +190,9 @@ class Engine:
         return logits
 
     # ------------------------------------------------------------------ masks
-    def _walk_masks(self, c: RequestConstraint, draft: DraftTree, bitmask: np.ndarray, row0: int) -> list[bool]:
-        """Fill bitmask rows row0.. for the root and every draft node; returns per node (root
-        first) whether the constraint accepts the path to it. Leaves `c` at the root state.
-
-        A constraint may provide `fill_tree_bitmask(draft, bitmask, row0) -> list[bool]` doing
-        the same in one call (e.g. natively); it is used when present."""
-        fast = getattr(c, "fill_tree_bitmask", None)
-        if fast is not None:
-            return list(fast(draft, bitmask, row0))
-        n = len(draft.tokens)
-        valid = [True] * (n + 1)
-        c.fill_next_token_bitmask(bitmask, row0)
-        depth_of = [0] * n
-        stack: list[int] = []  # draft nodes currently accepted into c (a root->node path)
-        for k in range(n):
-            p = draft.parents[k]
-            if p >= 0 and not valid[p + 1]:
-                valid[k + 1] = False
-                continue
-            want = depth_of[p] if p >= 0 else 0  # path length to the parent
-            if len(stack) > want:
-                c.rollback(len(stack) - want)
-                del stack[want:]
-            if not c.accept_token(int(draft.tokens[k])):
-                valid[k + 1] = False
-                continue
-            stack.append(k)
-            depth_of[k] = len(stack)
-            if c.is_terminated():
-                bitmask[row0 + k + 1] = 0
-            else:
-                c.fill_next_token_bitmask(bitmask, row0 + k + 1)
-        if stack:
-            c.rollback(len(stack))
-        return valid
+    @staticmethod
+    def _walk_masks(c: RequestConstraint, draft: DraftTree, bitmask: np.ndarray, row0: int) -> list[bool]:
+        return fill_tree_bitmask(c, draft, bitmask, row0)
 
     # ------------------------------------------------------------------ main loop
     def generate(self, requests: Sequence[Request], batch_size: int = 8, mode: str = "spec") -> list[Result]:
@@ -214,6 +204,8 @@ class Engine:
             raise ValueError(f"mode must be one of {MODES}")
         pending = list(range(len(requests)))[::-1]
         results: list[Result | None] = [None] * len(requests)
+        if any(r.spec is not None for r in requests):
+            self._check_pool(batch_size)
         kv = KVStore.for_model(self.model)
         active: list[RequestState] = []
         with torch.inference_mode():
@@ -231,6 +223,8 @@ class Engine:
                         st.stats.seconds = time.perf_counter() - st.t0
                         st.stats.tokens = len(st.tokens)
                         results[st.index] = Result(st.request, st.tokens, st.finish_reason, st.stats)
+                        if st.rid is not None:
+                            self.pool.remove_request(st.rid)
                 kv.keep_rows(keep)
                 active = [active[r] for r in keep]
         return results  # type: ignore[return-value]
@@ -240,9 +234,19 @@ class Engine:
         if not prompt:
             raise ValueError("empty prompt")
         st = RequestState(index=index, request=req, root=prompt[-1], t0=time.perf_counter())
+        if req.spec is not None:
+            if req.constraint is not None:
+                raise ValueError("a request has either a constraint or a spec, not both")
+            self._rids += 1
+            st.rid = ("engine", id(self), self._rids)
+            # compiled in the worker while the prefill below runs
+            self.pool.add_request(st.rid, req.spec, prompt_ids=prompt)
         if len(prompt) > 1:
+            t = time.perf_counter()
             cache = self._prefill(prompt[:-1])
             kv.add_row(cache, len(prompt) - 1)
+            st.stats.prefill_seconds = time.perf_counter() - t
+            self.timings["prefill"] += st.stats.prefill_seconds
             st.stats.forward_passes += 1
             st.stats.prefill_tokens = len(prompt) - 1
         else:
@@ -251,16 +255,53 @@ class Engine:
             st.finish_reason = "length"
         return st
 
+    def _check_pool(self, batch_size: int) -> None:
+        if self.pool is None:
+            raise ValueError("requests with a spec need an engine with a mask worker pool (Engine(..., pool=...))")
+        need = batch_size * (self.max_width + 1)
+        if self.pool.max_rows < need:
+            raise ValueError(f"the mask worker pool has {self.pool.max_rows} rows; batch {batch_size} at max width "
+                             f"{self.max_width} needs {need}")
+        if self.pool.words != self.words:
+            raise ValueError(f"the mask worker pool's rows have {self.pool.words} words; the logits need {self.words}")
+
     def _width(self, st: RequestState, batch: int) -> int:
         w = st.request.width if st.request.width is not None else self.width
         w = w if isinstance(w, int) else w(st, batch)
         remaining = st.request.max_new_tokens - len(st.tokens) - 1
         return max(0, min(int(w), self.max_width, remaining))
 
+    def _pool_width(self, st: RequestState, batch: int) -> tuple[int, tuple]:
+        """(width, auto_width) for a pooled request: a policy that reads the constraint
+        (CertainWidth) runs in the worker, capped here; others run here."""
+        from factorspec.graph.width import CertainWidth
+
+        w = st.request.width if st.request.width is not None else self.width
+        remaining = st.request.max_new_tokens - len(st.tokens) - 1
+        if isinstance(w, CertainWidth):
+            return max(0, min(w.cost.max_width, self.max_width, remaining)), w.params()
+        return self._width(st, batch), ()
+
+    def _submit_pool(self, active: list[RequestState], mode: str) -> Any:
+        from factorspec.workers.protocol import StepItem
+
+        B, R = len(active), self.max_width + 1
+        items = []
+        for b, st in enumerate(active):
+            if st.rid is None or st.finish_reason is not None:
+                continue
+            w, auto = self._pool_width(st, B) if mode != "greedy" else (0, ())
+            items.append(StepItem(st.rid, tuple(st.unsent), row=b * R, draft_width=w, tree=True,
+                                  chain=(mode == "chain"), auto_width=auto))
+            st.unsent = []
+        return self.pool.submit_step(items) if items else None
+
     def _step(self, active: list[RequestState], kv: KVStore, mode: str) -> None:
         B = len(active)
         if B == 0:
             return
+        t0 = time.perf_counter()
+        handle = self._submit_pool(active, mode) if self.pool is not None else None
         drafts: list[DraftTree] = []
         for st in active:
             d = DraftTree()
@@ -270,11 +311,25 @@ class Engine:
                     w = self._width(st, B)
                     if w > 0:
                         d = c.draft(w)
-                        d = _truncate(d, w, chain=(mode == "chain"))
+                        d = truncate_draft(d, w, chain=(mode == "chain"))
                 except Exception as e:  # a failing constraint ends its own request only
                     self._fail(st, e)
                     d = DraftTree()
             drafts.append(d)
+        if handle is not None:
+            got = self.pool.collect_drafts(handle)
+            for b, st in enumerate(active):
+                r = got.get(st.rid) if st.rid is not None else None
+                if r is None:
+                    continue
+                if not r.ok:
+                    self._fail(st, r.error)
+                elif r.terminated:  # the constraint ended without the engine seeing a stop token
+                    st.finish_reason = "stop"
+                else:
+                    drafts[b] = r.draft
+        t1 = time.perf_counter()
+        self.timings["drafts"] += t1 - t0
         L = kv.length
         tb = KERNELS.build_tree_verify_inputs(
             [st.root for st in active], [(d.tokens, d.parents) for d in drafts], kv.lens, L, self.device
@@ -294,23 +349,44 @@ class Engine:
         hidden = out.last_hidden_state  # [B, N, H]
         rows = torch.cat([torch.arange(n, device=self.device) + b * N for b, n in enumerate(tb.n_nodes)])
         logits = self._logits(hidden.reshape(B * N, -1).index_select(0, rows))  # [T, V]
+        if logits.device.type != "cpu":
+            torch.cuda.synchronize(logits.device)  # the forward's time is the forward's, not the masks'
+        t2 = time.perf_counter()
+        self.timings["forward"] += t2 - t1
+        pooled = self.pool.collect(handle) if handle is not None else {}
         # masks: one bitmask row per real node
         offsets = np.cumsum([0] + tb.n_nodes)
         T = int(offsets[-1])
         bitmask = np.full((T, self.words), -1, dtype=np.int32)
         valid_nodes: list[list[bool]] = []
         constrained_rows: list[int] = []
+        R = self.max_width + 1
         for b, (st, d) in enumerate(zip(active, drafts)):
             c = st.request.constraint
+            o, n = int(offsets[b]), len(d) + 1
+            if st.rid is not None:
+                r = pooled.get(st.rid)
+                if r is not None and r.ok and r.valid is not None and len(r.valid) == n:
+                    bitmask[o : o + n] = self.pool.bitmask[b * R : b * R + n]
+                    valid_nodes.append(list(r.valid))
+                else:
+                    if r is not None and not r.ok:
+                        self._fail(st, r.error)
+                    bitmask[o : o + n] = 0
+                    valid_nodes.append([False] * n)
+                constrained_rows.extend(range(o, o + n))
+                continue
             if c is None:
-                valid_nodes.append([True] * (len(d) + 1))
+                valid_nodes.append([True] * n)
                 continue
             try:
-                valid_nodes.append(self._walk_masks(c, d, bitmask, int(offsets[b])))
+                valid_nodes.append(self._walk_masks(c, d, bitmask, o))
             except Exception as e:
                 self._fail(st, e)
-                valid_nodes.append([False] * (len(d) + 1))
-            constrained_rows.extend(range(int(offsets[b]), int(offsets[b + 1])))
+                valid_nodes.append([False] * n)
+            constrained_rows.extend(range(o, o + n))
+        t3 = time.perf_counter()
+        self.timings["masks"] += t3 - t2
         if constrained_rows and len(constrained_rows) < T:
             bm = torch.from_numpy(bitmask[constrained_rows]).to(logits.device)
             row_map = torch.tensor(constrained_rows, device=logits.device)
@@ -356,6 +432,7 @@ class Engine:
             except Exception as e:
                 self._fail(st, e)
         kv.commit(cache, L, keep)
+        self.timings["verify"] += time.perf_counter() - t3
 
     @staticmethod
     def _fail(st: RequestState, e: Exception) -> None:
@@ -370,6 +447,8 @@ class Engine:
                 st.finish_reason = "constraint_rejected"
                 return
             st.tokens.append(tok)
+            if st.rid is not None:
+                st.unsent.append(tok)  # the worker's matcher accepts it at the next step
             st.root = tok
             if tok in self.stop_token_ids or (c is not None and c.is_terminated()):
                 st.finish_reason = "stop"
@@ -378,21 +457,3 @@ class Engine:
                 st.finish_reason = "length"
                 return
 
-
-def _truncate(d: DraftTree, width: int, chain: bool) -> DraftTree:
-    """At most `width` nodes (a prefix in topological order keeps the tree closed); in chain mode
-    only the first-child chain from the root."""
-    if chain:
-        toks, pars, cert = [], [], []
-        last = -1
-        for k in range(len(d.tokens)):
-            if d.parents[k] == last and len(toks) < width:
-                # index of this node in the new chain is len(toks); its parent is len(toks) - 1
-                toks.append(d.tokens[k])
-                pars.append(len(toks) - 2)
-                cert.append(d.certain[k] if k < len(d.certain) else False)
-                last = k
-        return DraftTree(toks, pars, cert)
-    if len(d.tokens) <= width:
-        return d
-    return DraftTree(list(d.tokens[:width]), list(d.parents[:width]), list(d.certain[:width]))

@@ -49,3 +49,63 @@ class RequestConstraint(Protocol):
 
     def draft(self, max_tokens: int) -> DraftTree:
         """Certain run (and, where few values are feasible, a tree) from the current state."""
+
+
+def fill_tree_bitmask(c: RequestConstraint, draft: DraftTree, bitmask: np.ndarray, row0: int) -> list[bool]:
+    """Fill bitmask rows row0.. for the root and every draft node (root first, then node k in row
+    row0 + k + 1); returns per row whether the constraint accepts the path to that node. Leaves
+    `c` at the root state.
+
+    Engines verify drafts by applying the mask at every node, so each node needs the row of the
+    state its path reaches. Kept here (numpy only) so that CPU mask workers run the same walk as
+    an in-process engine. A constraint may provide `fill_tree_bitmask(draft, bitmask, row0)`
+    doing the same natively; it is used when present."""
+    fast = getattr(c, "fill_tree_bitmask", None)
+    if fast is not None:
+        return list(fast(draft, bitmask, row0))
+    n = len(draft.tokens)
+    valid = [True] * (n + 1)
+    c.fill_next_token_bitmask(bitmask, row0)
+    depth_of = [0] * n
+    stack: list[int] = []  # draft nodes currently accepted into c (a root->node path)
+    for k in range(n):
+        p = draft.parents[k]
+        if p >= 0 and not valid[p + 1]:
+            valid[k + 1] = False
+            bitmask[row0 + k + 1] = 0
+            continue
+        want = depth_of[p] if p >= 0 else 0  # path length to the parent
+        if len(stack) > want:
+            c.rollback(len(stack) - want)
+            del stack[want:]
+        if not c.accept_token(int(draft.tokens[k])):
+            valid[k + 1] = False
+            bitmask[row0 + k + 1] = 0
+            continue
+        stack.append(k)
+        depth_of[k] = len(stack)
+        if c.is_terminated():
+            bitmask[row0 + k + 1] = 0
+        else:
+            c.fill_next_token_bitmask(bitmask, row0 + k + 1)
+    if stack:
+        c.rollback(len(stack))
+    return valid
+
+
+def truncate_draft(d: DraftTree, width: int, chain: bool = False) -> DraftTree:
+    """At most `width` nodes (a prefix in topological order keeps the tree closed); with `chain`
+    only the first-child chain from the root (what a chain-only verifier can take)."""
+    if chain:
+        toks, pars, cert = [], [], []
+        last = -1
+        for k in range(len(d.tokens)):
+            if d.parents[k] == last and len(toks) < width:
+                toks.append(d.tokens[k])
+                pars.append(len(toks) - 2)  # the previous node of the new chain
+                cert.append(d.certain[k] if k < len(d.certain) else False)
+                last = k
+        return DraftTree(toks, pars, cert)
+    if len(d.tokens) <= width:
+        return d
+    return DraftTree(list(d.tokens[:width]), list(d.parents[:width]), list(d.certain[:width]))

@@ -34,7 +34,10 @@ class CertainWidth:
         self.tree_allowance = tree_allowance
 
     def __call__(self, state: Any, batch: int) -> int:
-        c = state.request.constraint
+        return self.choose(state.request.constraint, batch)
+
+    def choose(self, c: Any, batch: int = 1) -> int:
+        """The width for a request whose constraint is `c` (in-process, or in a mask worker)."""
         cap = self.cost.max_width
         run = len(c.certain_run(cap)) if c is not None and hasattr(c, "certain_run") else 0
         width = run
@@ -42,3 +45,12 @@ class CertainWidth:
         if run < cap and 0.5 > self.cost.per_token * rate:
             width = min(cap, run + self.tree_allowance)
         return width
+
+    def params(self) -> tuple:
+        """(base, per_token, tree_allowance): what a mask worker needs to apply this policy."""
+        return (self.cost.base, self.cost.per_token, self.tree_allowance)
+
+    @classmethod
+    def from_params(cls, params: tuple, max_width: int) -> "CertainWidth":
+        base, per_token, allowance = params
+        return cls(CostModel(float(base), float(per_token), int(max_width)), int(allowance))

@@ -124,10 +124,17 @@ class StepHandle:
         # is CLOCK_MONOTONIC, comparable across processes on one host
         self.spans: dict[int, tuple] = {}
         self.collected: float = 0.0
+        self.two_phase = False
+        self.pending_drafts: dict[int, int] = {}  # two-phase steps: slots whose drafts are still out
+        self.drafts: dict[Any, StepResult] = {}  # two-phase steps: phase-1 results (no rows yet)
 
     @property
     def done(self) -> bool:
         return not self.pending
+
+    @property
+    def drafts_done(self) -> bool:
+        return not self.pending_drafts
 
 
 class MaskWorkerPool:
@@ -213,9 +220,11 @@ class MaskWorkerPool:
         """Live requests and the worker slot each is on."""
         return {rid: s.index for rid, s in self._assign.items()}
 
-    def add_request(self, rid: Any, spec_doc: Any, wait: bool = False, timeout: Optional[float] = None) -> None:
+    def add_request(self, rid: Any, spec_doc: Any, wait: bool = False, timeout: Optional[float] = None,
+                    prompt_ids: Any = None) -> None:
         """Compile `spec_doc` (dict or JSON text) for `rid` in its worker. Errors are reported for
-        that request (at its next step, or by `request_error`); with wait=True they are raised."""
+        that request (at its next step, or by `request_error`); with wait=True they are raised.
+        `prompt_ids` (optional) feed the matcher's prompt-lookup drafts of free text."""
         self._check_open()
         if rid in self._assign:
             raise ValueError(f"request {rid!r} is already in the pool")
@@ -228,7 +237,8 @@ class MaskWorkerPool:
         else:
             self._assign[rid] = slot
             slot.rids.add(rid)
-            self._send(slot, "add", rid, spec_doc)
+            prompt = [int(t) for t in prompt_ids] if prompt_ids is not None else None
+            self._send(slot, "add", rid, spec_doc, prompt)
         if wait:
             deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
             while rid not in self._added and rid not in self._failed:
@@ -257,7 +267,9 @@ class MaskWorkerPool:
 
     def submit_step(self, items: Iterable[Any]) -> StepHandle:
         """Start a step; returns at once. Each item is a `StepItem` or a tuple
-        (rid, accepted_tokens_since_last_step, row, draft_width[, rollback])."""
+        (rid, accepted_tokens_since_last_step, row, draft_width[, rollback, tree, chain, auto_width]).
+        A step with any `tree` item is two-phase: `collect_drafts` returns once the drafts are
+        made, `collect` once the rows of every draft node are written."""
         self._check_open()
         self._pump(0)
         items = [StepItem.of(x) for x in items]
@@ -280,15 +292,44 @@ class MaskWorkerPool:
                 self._fail_result(h, it.rid, err)
                 continue
             tokens = tuple(int(t) for t in it.tokens)
+            h.two_phase = h.two_phase or bool(it.tree)
             by_slot.setdefault(slot.index, []).append(
-                (it.rid, tokens, row, int(it.draft_width), int(it.rollback)))
+                (it.rid, tokens, row, int(it.draft_width), int(it.rollback), bool(it.tree), bool(it.chain),
+                 tuple(it.auto_width)))
         self._steps[h.id] = h
         for idx, lst in by_slot.items():
             slot = self._slots[idx]
             h.pending[idx] = slot.generation
+            if h.two_phase:
+                h.pending_drafts[idx] = slot.generation
             h.slot_rids[idx] = [x[0] for x in lst]
-            self._send(slot, "step", h.id, lst)
+            self._send(slot, "step", h.id, lst, h.two_phase)
         return h
+
+    def collect_drafts(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
+        """Two-phase steps: wait (at most `timeout`) until every request's draft is made; results
+        per request in submission order, without rows (those come with `collect`). A request
+        that failed (or whose worker died or overran the budget) comes back with `ok` False."""
+        if not handle.two_phase:
+            raise ValueError("collect_drafts needs a step with tree items; use collect")
+        budget = self.step_timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        while handle.pending_drafts:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._expire(handle, budget)
+                break
+            self._pump(left)
+        out = {}
+        for rid in handle.order:
+            r = handle.results.get(rid)
+            if r is None or r.ok:
+                r = handle.drafts.get(rid)
+            if r is None:
+                self._fail_result(handle, rid, RequestFailed(rid, f"step {handle.id} returned no draft for it"))
+                r = handle.results[rid]
+            out[rid] = r
+        return out
 
     def collect(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
         """Wait (at most `timeout`, default step_timeout) for the step; results per request, in
@@ -449,7 +490,24 @@ class MaskWorkerPool:
 
     def _handle(self, s: _Slot, msg: tuple) -> None:
         kind = msg[0]
-        if kind == "step":
+        if kind == "drafts":
+            _, seq, step_id, out = msg
+            self._acked(s, seq)
+            h = self._steps.get(step_id)
+            if h is None or h.pending_drafts.get(s.index) != s.generation:
+                return
+            del h.pending_drafts[s.index]
+            DT = self._DraftTree
+            for rid, ok, payload in out:
+                row = h.rows[rid]
+                if ok:
+                    (toks, parents, certain), term, dt = payload
+                    h.drafts[rid] = StepResult(rid, row, True, DT(toks, parents, certain), term, None, dt)
+                else:
+                    err = decode_error(rid, payload)
+                    self._forget(rid, err)
+                    h.results[rid] = StepResult(rid, row, False, None, False, err)
+        elif kind == "step":
             _, seq, step_id, out, (w_begin, w_end) = msg
             t_read = time.perf_counter()
             self._acked(s, seq)
@@ -459,10 +517,20 @@ class MaskWorkerPool:
             del h.pending[s.index]
             h.worker_s[s.index] = w_end - w_begin
             h.spans[s.index] = (w_begin, w_end, t_read)
+            h.pending_drafts.pop(s.index, None)
             DT = self._DraftTree
             for rid, ok, payload in out:
                 row = h.rows[rid]
-                if ok:
+                if ok and h.two_phase:
+                    valid, dt = payload
+                    d = h.drafts.get(rid)
+                    if d is None:  # defensive: rows without a draft
+                        err = RequestFailed(rid, f"step {h.id}: rows arrived without a draft")
+                        self._forget(rid, err)
+                        h.results[rid] = StepResult(rid, row, False, None, False, err)
+                        continue
+                    h.results[rid] = StepResult(rid, row, True, d.draft, d.terminated, None, dt, list(valid))
+                elif ok:
                     (toks, parents, certain), term, dt = payload
                     h.results[rid] = StepResult(rid, row, True, DT(toks, parents, certain), term, None, dt)
                 else:
@@ -529,6 +597,7 @@ class MaskWorkerPool:
         for h in list(self._steps.values()):
             if h.pending.get(s.index) == s.generation:
                 del h.pending[s.index]
+                h.pending_drafts.pop(s.index, None)
                 for rid in h.slot_rids[s.index]:
                     if rid not in h.results:
                         err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
@@ -577,6 +646,7 @@ class MaskWorkerPool:
                         self._failed[rid] = err
                         self._fail_result(h, rid, err)
         h.pending.clear()
+        h.pending_drafts.clear()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -3,15 +3,22 @@
 Messages are plain tuples (pickled once by the sender):
 
 parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
-                   ("add", seq, rid, spec_doc)
+                   ("add", seq, rid, spec_doc, prompt_ids)
                    ("remove", seq, rid)
-                   ("step", seq, step_id, [(rid, tokens, row, draft_width, rollback), ...])
+                   ("step", seq, step_id, [(rid, tokens, row, draft_width, rollback, tree, chain,
+                                            auto_width), ...], two_phase)
                    ("close", seq)
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
                    ("ack", seq)                           after attach/remove
                    ("added", seq, rid, error | None, compile_s)
+                   ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
                    ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end))
+
+A two-phase step (any item with `tree`) answers twice: "drafts" as soon as every request's
+tokens are applied and its draft is made (the engine needs the drafts to build its forward), then
+"step" once the bitmask rows of every draft node are written (the engine needs those only after
+the forward, so the workers fill them while the forward runs).
 
 Every reply carries the sequence number of the last message the worker has read, so the parent
 knows how many bytes are still unread in the pipe. An error travels as
@@ -68,13 +75,23 @@ class StepItem:
 
     `tokens` are the tokens accepted since the last step (the request's first step: since the
     prompt), applied after undoing `rollback` tokens. The worker then writes the bitmask row of
-    the next position into row `row` of the shared block and drafts up to `draft_width` tokens."""
+    the next position into row `row` of the shared block and drafts up to `draft_width` tokens.
+
+    With `tree`, the worker also writes the row of every draft node k into row `row + k + 1`
+    (the rows an engine applies when it verifies the draft; see `interface.fill_tree_bitmask`)
+    and reports per row whether the path is accepted (`StepResult.valid`). `chain` keeps only the
+    draft's first-child chain. `auto_width` = (base, per_token, tree_allowance) lets the worker
+    choose the width itself (`graph.width.CertainWidth`, capped at `draft_width`), since only it
+    holds the request's matcher."""
 
     rid: Any
     tokens: tuple = ()
     row: int = 0
     draft_width: int = 0
     rollback: int = 0
+    tree: bool = False
+    chain: bool = False
+    auto_width: tuple = ()
 
     @classmethod
     def of(cls, x: Any) -> "StepItem":
@@ -101,6 +118,7 @@ class StepResult:
     terminated: bool = False
     error: Optional[RequestFailed] = None
     compute_s: float = 0.0  # worker time spent on this request in this step
+    valid: Optional[list] = None  # tree steps: per row (root first) whether its path is accepted
 
     def raise_for_error(self) -> "StepResult":
         if self.error is not None:

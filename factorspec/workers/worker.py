@@ -14,8 +14,10 @@ from factorspec.workers import _core
 from factorspec.workers.protocol import encode_error
 
 Matcher = _core.matcher_class()
+_iface = _core.interface()
 
 from factorspec.graph.spec import compile_spec  # noqa: E402  (after the torch-free interface)
+from factorspec.graph.width import CertainWidth  # noqa: E402
 
 
 class TokenRejected(Exception):
@@ -67,10 +69,12 @@ class Worker:
             out.append(self.step_one(*item))
         return out
 
-    def add(self, rid: Any, doc: Any) -> Optional[tuple]:
+    def add(self, rid: Any, doc: Any, prompt: Any = None) -> Optional[tuple]:
         self.failed.pop(rid, None)
         try:
             m = Matcher.for_spec(compile_spec(doc), self.vocab)
+            if prompt:
+                m.set_prompt(prompt)
         except Exception as e:  # noqa: BLE001 - every failure is reported for this request
             self.failed[rid] = encode_error(e)
             self.matchers.pop(rid, None)
@@ -82,7 +86,85 @@ class Worker:
         self.matchers.pop(rid, None)
         self.failed.pop(rid, None)
 
-    def step_one(self, rid: Any, tokens: Any, row: int, width: int, rollback: int) -> tuple:
+    def _cancelled_step(self, step_id: int) -> bool:
+        return self.cancelled is not None and self.cancelled[self.slot] >= step_id
+
+    def _fail(self, rid: Any, e: BaseException, row: int) -> tuple:
+        self.matchers.pop(rid, None)
+        self.failed[rid] = encode_error(e)
+        self._zero(row)
+        return rid, False, self.failed[rid]
+
+    def _advance(self, m: Any, tokens: Any, rollback: int) -> None:
+        if rollback:
+            m.rollback(rollback)
+        for k, t in enumerate(tokens):
+            if not m.accept_token(int(t)):
+                b = m.vocab.token_bytes[t] if 0 <= t < len(m.vocab.token_bytes) else None
+                raise TokenRejected(f"token {t} ({b!r}) at position {k} of this step is not allowed "
+                                    f"after {m.num_accepted()} accepted tokens (text {bytes(m.text[-40:])!r})")
+
+    def tree_drafts(self, items: list) -> tuple[list, list]:
+        """Phase 1 of a two-phase step: apply each request's tokens and make its draft. Returns
+        the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent)."""
+        out, todo = [], []
+        for rid, tokens, row, width, rollback, tree, chain, auto in items:
+            t0 = time.perf_counter()
+            m = self.matchers.get(rid)
+            if m is None:
+                err = self.failed.get(rid) or ("RequestFailed", "unknown request (never added, or removed)", "")
+                self._zero(row)
+                out.append((rid, False, err))
+                continue
+            try:
+                self._advance(m, tokens, rollback)
+                term = m.is_terminated()
+                if auto and width > 0 and not term:
+                    width = min(width, CertainWidth.from_params(auto, width).choose(m))
+                d = m.draft(width) if width > 0 and not term else None
+                if d is not None:
+                    d = _iface.truncate_draft(d, width, chain)
+                if self.bitmask is not None and tree and d is not None and row + len(d) >= self.bitmask.shape[0]:
+                    raise ValueError(f"a draft of {len(d)} nodes at row {row} does not fit the shared block's "
+                                     f"{self.bitmask.shape[0]} rows")
+            except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
+                out.append(self._fail(rid, e, row))
+                continue
+            payload = ((d.tokens, d.parents, d.certain) if d is not None else ([], [], []))
+            dt = time.perf_counter() - t0
+            out.append((rid, True, (payload, term, dt)))
+            todo.append((rid, row, d, tree, dt))
+        return out, todo
+
+    def tree_rows(self, step_id: int, todo: list) -> list:
+        """Phase 2: the bitmask rows of the root and (tree items) of every draft node."""
+        out = []
+        for k, (rid, row, d, tree, dt) in enumerate(todo):
+            if self._cancelled_step(step_id):
+                err = ("StepTimeout", "the step was cancelled after its budget ran out", "")
+                for rid2, *_ in todo[k:]:
+                    self.matchers.pop(rid2, None)
+                    self.failed[rid2] = err
+                    out.append((rid2, False, err))
+                break
+            t0 = time.perf_counter()
+            m = self.matchers.get(rid)
+            try:
+                bm = self.bitmask
+                if m is None or bm is None:
+                    raise RuntimeError("the request's matcher or the shared block is gone")
+                if tree and d is not None:
+                    valid = _iface.fill_tree_bitmask(m, d, bm, row)
+                else:
+                    m.fill_next_token_bitmask(bm, row)
+                    valid = [True]
+            except Exception as e:  # noqa: BLE001
+                out.append(self._fail(rid, e, row))
+                continue
+            out.append((rid, True, (valid, dt + time.perf_counter() - t0)))
+        return out
+
+    def step_one(self, rid: Any, tokens: Any, row: int, width: int, rollback: int, *_: Any) -> tuple:
         t0 = time.perf_counter()
         m = self.matchers.get(rid)
         if m is None:
@@ -90,13 +172,7 @@ class Worker:
             self._zero(row)
             return rid, False, err
         try:
-            if rollback:
-                m.rollback(rollback)
-            for k, t in enumerate(tokens):
-                if not m.accept_token(int(t)):
-                    b = m.vocab.token_bytes[t] if 0 <= t < len(m.vocab.token_bytes) else None
-                    raise TokenRejected(f"token {t} ({b!r}) at position {k} of this step is not allowed "
-                                        f"after {m.num_accepted()} accepted tokens (text {bytes(m.text[-40:])!r})")
+            self._advance(m, tokens, rollback)
             mask = m.next_token_mask()
             bm = self.bitmask
             if bm is None:
@@ -148,14 +224,21 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             except (EOFError, OSError):
                 return
             kind, seq = msg[0], msg[1]
-            if kind == "step":
+            if kind == "step" and len(msg) > 4 and msg[4]:  # two-phase: drafts first, then rows
+                t0 = time.perf_counter()
+                first, todo = w.tree_drafts(msg[3])
+                conn_out.send(("drafts", seq, msg[2], first))
+                out = [e for e in first if not e[1]] + w.tree_rows(msg[2], todo)
+                t1 = time.perf_counter()
+                conn_out.send(("step", seq, msg[2], out, (t0, t1)))
+            elif kind == "step":
                 t0 = time.perf_counter()
                 out = w.step(msg[2], msg[3])
                 t1 = time.perf_counter()
                 conn_out.send(("step", seq, msg[2], out, (t0, t1)))
             elif kind == "add":
                 t0 = time.perf_counter()
-                err = w.add(msg[2], msg[3])
+                err = w.add(msg[2], msg[3], msg[4] if len(msg) > 4 else None)
                 conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
             elif kind == "remove":
                 w.remove(msg[2])

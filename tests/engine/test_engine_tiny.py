@@ -5,6 +5,7 @@ import torch
 
 from engine_doubles import ScriptedConstraint, naive_greedy, tiny_llama
 from factorspec.engine import Engine, Request
+from factorspec.engine.interface import fill_tree_bitmask
 
 V = 300
 STOP = 2
@@ -210,7 +211,7 @@ def test_fill_tree_bitmask_hook_is_used(model):
             calls.append(len(draft))
             self.__class__ = ScriptedConstraint  # run the generic walk once, then restore
             try:
-                return Engine._walk_masks(None, self, draft, bitmask, row0)
+                return fill_tree_bitmask(self, draft, bitmask, row0)
             finally:
                 self.__class__ = Fast
 
