@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Optional
 from factorspec.errors import BudgetExceeded
 from factorspec.graph import nodes as N
 from factorspec.graph.ground import Factor
+from factorspec.graph.sequence import find_sequences
 
 
 @dataclass
@@ -39,9 +40,13 @@ class Problem:
     def __init__(self, vars: list[N.Var], factors: list[Factor]) -> None:
         self.vars = vars
         self.factors = factors
+        # implied global nodes (recognised patterns) propagate after the factors, never decide
+        self.globals: list[N.Node] = find_sequences(vars, factors)
+        self.nodes: list[N.Node] = [f.node for f in factors] + self.globals
+        self.n_factors = len(factors)
         self.watch: list[list[int]] = [[] for _ in vars]
-        for ci, f in enumerate(factors):
-            for vid in f.node.vars:
+        for ci, node in enumerate(self.nodes):
+            for vid in node.vars:
                 self.watch[vid].append(ci)
         guard_watch: list[list[int]] = [[] for _ in vars]
         for v in vars:
@@ -80,23 +85,35 @@ class _Search:
         if (self.nodes & 255) == 0 and time.monotonic() > self.deadline:
             raise BudgetExceeded("seconds", self.budget.seconds, round(time.monotonic() - self.deadline + self.budget.seconds, 3))
 
-    def propagate(self, D: list, changed: Optional[Iterable[int]] = None) -> bool:
-        """Narrow D in place to a fixpoint (or until the revision budget); False if infeasible."""
+    def propagate(self, D: list, changed: Optional[Iterable[int]] = None, ent: Optional[set] = None) -> bool:
+        """Narrow D in place to a fixpoint (or until the revision budget); False if infeasible.
+
+        `ent` (optional, updated in place) holds the nodes already entailed (true for every
+        completion) under domains that D only narrows: they are skipped, since domains only
+        shrink along a search path and an entailed node stays entailed."""
         p = self.p
+        nodes, nf = p.nodes, p.n_factors
         if changed is None:
-            queue = list(range(len(p.factors)))
+            pending = list(range(len(nodes)))
         else:
-            queue = sorted({ci for v in changed for ci in p.watch[v]})
-        inq = set(queue)
+            pending = sorted({ci for v in changed for ci in p.watch[v]})
+        if ent:
+            pending = [ci for ci in pending if ci not in ent]
+        # cheap factors first; a global node runs only once the factors are at a fixpoint
+        queue = [ci for ci in pending if ci < nf]
+        gqueue = [ci for ci in pending if ci >= nf]
+        inq = set(pending)
         ctx = N.Ctx(D)
-        while queue:
-            ci = queue.pop()
+        while queue or gqueue:
+            ci = queue.pop() if queue else gqueue.pop()
             inq.discard(ci)
-            node = p.factors[ci].node
+            node = nodes[ci]
             r = N._as_bool(node.fwd(D))
             if r == N.F:
                 return False
             if r == N.T:
+                if ent is not None:
+                    ent.add(ci)
                 continue
             ctx.changed = []
             if not node.bwd(ctx, N.T):
@@ -106,9 +123,9 @@ class _Search:
                 return True  # stop narrowing; search still decides exactly
             for v in ctx.changed:
                 for cj in p.watch[v]:
-                    if cj != ci and cj not in inq:
+                    if cj != ci and cj not in inq and (ent is None or cj not in ent):
                         inq.add(cj)
-                        queue.append(cj)
+                        (queue if cj < nf else gqueue).append(cj)
         return True
 
     def _pick(self, D: list) -> Optional[int]:
@@ -177,13 +194,13 @@ class _Search:
         """One solution (a list of internal values) extending D, or None."""
         self.p.stats.searches += 1
         try:
-            return self._dfs(list(D), changed)
+            return self._dfs(list(D), changed, set())
         except RecursionError:  # branching on huge interval domains nests too deeply
             raise BudgetExceeded("search depth", sys.getrecursionlimit(), self.nodes) from None
 
-    def _dfs(self, D: list, changed: Optional[Iterable[int]]) -> Optional[list]:
+    def _dfs(self, D: list, changed: Optional[Iterable[int]], ent: set) -> Optional[list]:
         self._tick()
-        if not self.propagate(D, changed):
+        if not self.propagate(D, changed, ent):
             return None
         vid = self._pick(D)
         if vid is None:
@@ -194,7 +211,7 @@ class _Search:
         for b in self._branches(D[vid]):
             D2 = list(D)
             D2[vid] = b
-            sol = self._dfs(D2, [vid])
+            sol = self._dfs(D2, [vid], set(ent))
             if sol is not None:
                 return sol
         self._remember_failure(key)
@@ -203,14 +220,14 @@ class _Search:
     def count(self, D: list, limit: int, on_solution: Optional[Callable[[list], None]] = None) -> int:
         self.p.stats.searches += 1
         try:
-            return self._count(list(D), None, limit, on_solution)
+            return self._count(list(D), None, limit, on_solution, set())
         except RecursionError:
             raise BudgetExceeded("search depth", sys.getrecursionlimit(), self.nodes) from None
 
     def _count(self, D: list, changed: Optional[Iterable[int]], limit: int,
-               on_solution: Optional[Callable[[list], None]]) -> int:
+               on_solution: Optional[Callable[[list], None]], ent: set) -> int:
         self._tick()
-        if not self.propagate(D, changed):
+        if not self.propagate(D, changed, ent):
             return 0
         vid = self._pick(D)
         if vid is None:
@@ -226,7 +243,7 @@ class _Search:
         for b in self._branches(D[vid]):
             D2 = list(D)
             D2[vid] = b
-            total += self._count(D2, [vid], limit - total, on_solution)
+            total += self._count(D2, [vid], limit - total, on_solution, set(ent))
             if total >= limit:
                 break
         if total == 0:
