@@ -681,17 +681,45 @@ class Lookup(Node):
     """table[key]: a value looked up by a field; a key missing from the table has no value
     (UNDEFINED: the relation instance is false)."""
 
-    __slots__ = ("table", "key", "kind")
+    __slots__ = ("table", "key", "kind", "_byk", "_cache")
 
     def __init__(self, table: dict, key: Node, kind: str) -> None:
         self.table, self.key, self.kind = table, key, kind
         self.vars = key.vars
+        # keyed by an enum slot: internal value -> table value, so that fwd/bwd read the slot's
+        # domain directly (no scan of the table per call); values missing from the table have none
+        self._byk: Optional[dict] = None
+        self._cache: dict = {}
+        if isinstance(key, VarRef) and key.var.values is not None and key.var.kind != "bool":
+            byk = {}
+            for k, v in enumerate(key.var.values):
+                try:
+                    if v in table:
+                        byk[k] = table[v]
+                except TypeError:
+                    pass
+            self._byk = byk
 
     def _keys(self, D: list) -> list:
         k = self.key.fwd(D)
         return [key for key in self.table if _consistent(key, k)]
 
     def fwd(self, D: list) -> Any:
+        if self._byk is not None:
+            d = D[self.key.var.id]
+            hit = self._cache.get(d)
+            if hit is not None:
+                return hit
+            byk = self._byk
+            vals = [byk[k] for k in (d if isinstance(d, frozenset) else range(d[0], d[1] + 1)) if k in byk]
+            if not vals:
+                out: Any = frozenset() if self.kind == "sym" else (INF, -INF)
+            else:
+                out = frozenset(vals) if self.kind == "sym" else (min(vals), max(vals))
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[d] = out
+            return out
         vals = [self.table[k] for k in self._keys(D)]
         if not vals:
             return frozenset() if self.kind == "sym" else (INF, -INF)
@@ -700,6 +728,13 @@ class Lookup(Node):
         return (min(vals), max(vals))
 
     def bwd(self, C: Ctx, target: Any) -> bool:
+        if self._byk is not None:
+            vid = self.key.var.id
+            d = C.D[vid]
+            byk = self._byk
+            ks = (d if isinstance(d, frozenset) else range(d[0], d[1] + 1))
+            nd = frozenset(k for k in ks if k in byk and _consistent(byk[k], target))
+            return C.set(vid, nd)
         keys = [k for k in self._keys(C.D) if _consistent(self.table[k], target)]
         if not keys:
             return False
