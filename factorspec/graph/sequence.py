@@ -28,6 +28,9 @@ from typing import Any, Optional
 
 from factorspec.graph import nodes as N
 
+MAX_SPAN = 4096  # time chains over a wider range of values are left to the factors
+MAX_PROBES = 20_000  # (position, value) window probes, done once per problem
+
 
 # -- linear forms ---------------------------------------------------------------------------------
 
@@ -562,9 +565,17 @@ def _make(vars: list, factors: list, xs: list[int], succ, chain, h) -> Sequence:
             out.append(row)
         return out
 
+    if chain is not None:
+        # times are bitsets over [base, base + span]: only for modest spans (huge bounds would
+        # make huge ints), and the one-time probe only for modest sizes
+        base = min(min(vars[v].lo - o for v, o in cls) for cls in chain)
+        span = max(max(vars[v].hi - o for v, o in cls) for cls in chain) - base
+        if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > span \
+                or len(xs) * len(vars[xs[0]].values) > MAX_PROBES:
+            chain, h = None, None
     seq = Sequence(xs, succ, chain, h, probe)
     if chain is not None:
-        seq.base = min(min(vars[v].lo - o for v, o in cls) for cls in chain)
+        seq.base = base
     return seq
 
 
