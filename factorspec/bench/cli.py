@@ -47,6 +47,8 @@ def register(sub: Any) -> None:
     r.add_argument("--model", default=None, help="model name (qwen2.5-coder-0.5b, smollm2-135m, ...) or path")
     r.add_argument("--batch", type=int, default=1)
     r.add_argument("--max-width", type=int, default=64)
+    r.add_argument("--workers", type=int, default=1,
+                   help="CPU mask worker processes (masks of every draft node computed during the forward); 0: in-process")
     r.add_argument("--out", required=True, help="output JSONL")
     r.set_defaults(func=cmd_run)
     b = sub.add_parser("bench", help="all decoding configurations side by side on the same prompts")
@@ -57,6 +59,8 @@ def register(sub: Any) -> None:
     b.add_argument("--configs", default=None, help="comma-separated subset of configurations")
     b.add_argument("--max-width", type=int, default=64)
     b.add_argument("--max-new-tokens", type=int, default=400)
+    b.add_argument("--workers", type=int, default=1,
+                   help="CPU mask worker processes for the FactorSpec configurations; 0: in-process")
     b.add_argument("--out", required=True, help="output directory")
     b.set_defaults(func=cmd_bench)
 
@@ -65,12 +69,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from factorspec.bench.runner import load_context, run_config, summarize
 
     probs = _problems(args.natural_plan or _default_data(), args.limit)
-    ctx = load_context(args.model, args.max_width)
-    rows, wall = run_config(ctx, "fs_full", probs, args.batch)
+    ctx = load_context(args.model, args.max_width, args.workers)
+    try:
+        rows, wall = run_config(ctx, "fs_full", probs, args.batch)
+    finally:
+        ctx.close()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         for r in rows:
-            fh.write(json.dumps({k: v for k, v in r.items() if k not in ("token_ids",)}, ensure_ascii=False) + "\n")
+            fh.write(json.dumps({k: v for k, v in r.items() if k not in ("token_ids", "engine_timings")},
+                                ensure_ascii=False) + "\n")
     s = summarize("fs_full", rows, wall)
     print(json.dumps(s, indent=2))
     return 0 if s["valid_rate"] == 1.0 else 1
@@ -86,9 +94,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"unknown configurations {unknown}; known: {', '.join(BASE_CONFIGS)}", file=sys.stderr)
         return 2
     batches = args.batch or [1, 8]
-    ctx = load_context(args.model, args.max_width)
+    ctx = load_context(args.model, args.max_width, args.workers)
+    try:
+        return _bench(args, ctx, probs, configs, batches)
+    finally:
+        ctx.close()
+
+
+def _bench(args: argparse.Namespace, ctx: Any, probs: list, configs: list, batches: list) -> int:
+    from factorspec.bench.runner import run_config, summarize
+
     os.makedirs(args.out, exist_ok=True)
-    summary: dict = {"machine": _machine(), "model": args.model or "qwen2.5-coder-0.5b",
+    summary: dict = {"machine": _machine(), "model": args.model or "qwen2.5-coder-0.5b", "workers": args.workers,
                      "instances": [p.id for p in probs], "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                      "configs": [], "exactness": {}}
     with open(os.path.join(args.out, "rows.jsonl"), "w", encoding="utf-8") as fh:
@@ -98,7 +115,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             for config in configs:
                 rows, wall = run_config(ctx, config, probs, batch, args.max_new_tokens)
                 for r in rows:
-                    fh.write(json.dumps({**{k: v for k, v in r.items() if k != "token_ids"}, "batch": batch},
+                    fh.write(json.dumps({**{k: v for k, v in r.items() if k not in ("token_ids", "engine_timings")},
+                                         "batch": batch},
                                         ensure_ascii=False) + "\n")
                 tokens_of[config] = {r["id"]: r["token_ids"] for r in rows}
                 s = summarize(config, rows, wall)
@@ -126,7 +144,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _write_md(summary: dict, path: str) -> None:
     cols = ["name", "batch", "valid_rate", "exact_match_rate", "tokens_per_verify_step",
-            "forward_passes_per_record", "seconds_per_record", "valid_records_per_second"]
+            "forward_passes_per_record", "seconds_per_record", "decode_seconds_per_record",
+            "valid_records_per_second"]
     lines = [f"# FactorSpec bench ({summary['model']}, {len(summary['instances'])} instances)", "",
              f"Machine: {json.dumps(summary['machine'])}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

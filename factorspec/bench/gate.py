@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or tempfile.mkdtemp(prefix="factorspec-gate-")
     cmd = [sys.executable, "-m", "factorspec.cli", "bench", "--model", th["model"], "--limit", str(th["limit"]),
            "--configs", ",".join(th["configs"]), "--out", out]
+    cmd += ["--workers", str(th.get("workers", 1))]
     for b in th.get("batches", [1]):
         cmd += ["--batch", str(b)]
     print("gate:", " ".join(cmd), flush=True)

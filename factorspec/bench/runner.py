@@ -39,6 +39,9 @@ class Context:
     vocab_size: int
     max_width: int = 64
     cost: CostModel = field(default_factory=CostModel)
+    model_name: Optional[str] = None
+    workers: int = 0  # FactorSpec configurations: CPU mask worker processes (0: in-process matchers)
+    _pool: Any = None
     _vocab: Any = None
     _xgr: Any = None
     _machines: dict = field(default_factory=dict)
@@ -58,6 +61,25 @@ class Context:
             self._xgr = XGrammarCompilerCache(self.tok, self.vocab_size)
         return self._xgr
 
+    def pool(self, batch: int) -> Any:
+        """The mask worker pool (grown when a larger batch needs more rows)."""
+        from factorspec.models.registry import DEFAULT_MODEL
+        from factorspec.workers import MaskWorkerPool
+
+        rows = batch * (self.max_width + 1)
+        if self._pool is not None and self._pool.max_rows < rows:
+            self._pool.close()
+            self._pool = None
+        if self._pool is None:
+            self._pool = MaskWorkerPool(self.workers, self.model_name or DEFAULT_MODEL, max_rows=rows,
+                                        vocab_size=self.vocab_size, step_timeout=120.0)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def spec(self, p: TripProblem) -> Any:
         if p.id not in self._specs:
             self._specs[p.id] = compile_spec(to_spec(p))
@@ -69,13 +91,16 @@ class Context:
         return self._machines[p.id]
 
 
-def load_context(model_name: Optional[str], max_width: int = 64) -> Context:
+def load_context(model_name: Optional[str], max_width: int = 64, workers: int = 0) -> Context:
+    """Model and tokenizer by name or path; `workers` > 0 serves the FactorSpec configurations
+    from that many CPU mask worker processes (masks of every draft node computed during the
+    forward), 0 from matchers in this process."""
     from factorspec.models import load_model, load_tokenizer
     from factorspec.models.tokens import logits_vocab_size
 
     tok = load_tokenizer(model_name)
     model = load_model(model_name)
-    return Context(model, tok, logits_vocab_size(model), max_width)
+    return Context(model, tok, logits_vocab_size(model), max_width, model_name=model_name, workers=workers)
 
 
 def _constraint(ctx: Context, config: str, p: TripProblem, prompt_ids: Sequence[int]) -> Any:
@@ -126,8 +151,9 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
     from factorspec.models import build_prompt_ids
 
     mode, width = _mode_width(ctx, config)
+    pooled = ctx.workers > 0 and config.startswith("fs_")
     engine = Engine(ctx.model, ctx.tok, width=width if width else 1, max_width=ctx.max_width,
-                    vocab_size=ctx.vocab_size)
+                    vocab_size=ctx.vocab_size, pool=ctx.pool(batch) if pooled else None)
     prompts = {p.id: build_prompt_ids(ctx.tok, json_prompt(p)) for p in problems}
     rows: dict[str, dict] = {p.id: {"id": p.id, "config": config, "tokens": 0, "verify_steps": 0,
                                     "forward_passes": 0, "attempts": 0, "token_ids": []} for p in problems}
@@ -141,6 +167,10 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
         reqs, ok = [], []
         for p in todo:
             ids = prompts[p.id] if p.id not in extra_prompt else build_prompt_ids(ctx.tok, json_prompt(p) + extra_prompt[p.id])
+            if pooled:  # compiled in a worker (errors end the request with constraint_error)
+                reqs.append(Request(ids, None, max_new_tokens=max_new_tokens, id=p.id, spec=to_spec(p)))
+                ok.append(p)
+                continue
             try:
                 c = _constraint(ctx, config, p, ids)
             except FactorSpecError as e:  # e.g. a search budget hit while compiling: this instance fails
@@ -162,6 +192,7 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
             r["forward_passes"] += res.stats.forward_passes
             r["attempts"] += 1
             r["seconds"] = r.get("seconds", 0.0) + res.stats.seconds
+            r["prefill_seconds"] = r.get("prefill_seconds", 0.0) + res.stats.prefill_seconds
             if not valid and attempt + 1 < attempts:
                 extra_prompt[p.id] = (f"\n\nYour previous answer was:\n{text}\nIt is wrong: "
                                       f"{'; '.join(viol[:3])}. Answer again with a corrected JSON object.")
@@ -171,7 +202,10 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
                       f"steps={res.stats.verify_steps}", file=sys.stderr, flush=True)
         todo = retry
     wall = time.perf_counter() - t0
-    return [rows[p.id] for p in problems], wall
+    out = [rows[p.id] for p in problems]
+    if out:  # the engine's phase timings of this run, on the first row (summaries read them)
+        out[0]["engine_timings"] = dict(engine.timings)
+    return out, wall
 
 
 def summarize(config: str, rows: list[dict], wall: float) -> dict:
@@ -179,6 +213,8 @@ def summarize(config: str, rows: list[dict], wall: float) -> dict:
     toks = sum(r["tokens"] for r in rows)
     steps = sum(r["verify_steps"] for r in rows)
     valid = sum(bool(r.get("valid")) for r in rows)
+    prefill = sum(r.get("prefill_seconds", 0.0) for r in rows)
+    timings = next((r["engine_timings"] for r in rows if "engine_timings" in r), {})
     return {
         "name": config,
         "instances": len(rows),
@@ -189,4 +225,9 @@ def summarize(config: str, rows: list[dict], wall: float) -> dict:
         "seconds_per_record": wall / n,
         "valid_records_per_second": valid / wall if wall > 0 else 0.0,
         "wall_seconds": wall,
+        # decoding alone: the wall time minus the prefill forwards (the same prompts in every
+        # configuration); the engine admits requests one at a time, so prefills do not overlap
+        "decode_seconds_per_record": max(0.0, wall - prefill) / n,
+        "prefill_seconds_per_record": prefill / n,
+        "engine_seconds": {k: round(v, 3) for k, v in timings.items()},
     }
