@@ -142,3 +142,116 @@ def test_grammar_interface_and_request_stop_tokens(doc, vocab):
     assert not g.is_terminated()
     g.reset()
     assert g.matcher.num_accepted() == 0
+
+
+# -- mask workers (FACTORSPEC_VLLM_MASK_WORKERS) -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def worker_rows(vocab):
+    import os
+
+    from factorspec.integrations.vllm.maskpool import TokenizerVocab, WorkerRows
+    from factorspec.models import load_tokenizer
+
+    tok = load_tokenizer(MODEL)
+    factory = TokenizerVocab(tok.name_or_path, vocab.vocab_size, tuple(vocab.stop_ids))
+    stats, info = {}, {}
+    wr = WorkerRows(2, factory, 64, timeout=60.0, stats=stats, info=info)
+    assert sorted(wr.pool.worker_pids()) == sorted(info["worker_pids"]) and len(info["worker_pids"]) == 2
+    assert os.getpid() not in info["worker_pids"]
+    yield wr
+    wr.close()
+
+
+def _fill_both(wr, items, words):
+    arr = np.full((64, words), -1, dtype=np.int32)
+    rest = wr.fill(arr, items)
+    ref = np.full((64, words), -1, dtype=np.int32)
+    FactorSpecBackend.fill_rows(ref, [(g, s, list(t)) for _r, g, s, t in items])
+    return arr, ref, rest
+
+
+def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
+    """Several scheduler steps of three requests: certain drafts, a rejected draft token, -1
+    padding, no drafts, committed tokens between steps (the mirrors follow by token deltas), and
+    the end of the record (stop token, then termination): the workers' rows equal the in-process
+    batched call's (itself equal to vLLM's serial loop, above), row for row."""
+    spec = compile_checked(doc)
+    grammars = {r: FactorSpecGrammar(spec, vocab, doc) for r in ("w1", "w2", "w3")}
+    before = dict(worker_rows.stats)
+    for step in range(60):
+        live = {r: g for r, g in grammars.items() if not g.is_terminated()}
+        if not live:
+            break
+        items, row = [], 0
+        for k, (r, g) in enumerate(live.items()):
+            run = g.matcher.certain_run(8)
+            if k == 1 and len(run) > 3:
+                toks = run[:2] + [run[2] + 1] + run[3:]  # rejected mid-chain
+            elif k == 2 and step % 3 == 0:
+                toks = []  # no drafts this step
+            else:
+                toks = run + [-1] * (8 - len(run))  # padded to K
+            items.append((r, g, row, toks))
+            row += len(toks) + 1
+        arr, ref, rest = _fill_both(worker_rows, items, vocab.words)
+        assert rest == [] and np.array_equal(arr, ref), f"step {step}"
+        worker_rows.forget_except(live)
+        for r, g in live.items():  # commit what greedy verification of certain drafts would
+            run = g.matcher.certain_run(8)
+            if not run:  # a free choice: a stop token if allowed, else the first valid token
+                allowed = [int(t) for t in g.matcher.allowed_tokens()]
+                ok = [t for t in allowed if g.validate_tokens([t]) == [t]]
+                stops = [t for t in ok if t in vocab.stop_ids]
+                run = [(stops or ok)[0]]
+            assert g.accept_tokens(r, run[: 3 + step % 5])
+    assert all(g.is_terminated() for g in grammars.values())
+    assert worker_rows.stats["worker_rows"] > before.get("worker_rows", 0)
+    assert worker_rows.info["worker_errors"] == []
+
+
+def test_worker_crash_fails_over_to_in_process_rows(doc, vocab, worker_rows):
+    """A killed worker costs its requests nothing but the workers: they are named in a warning
+    and filled in-process from then on (same rows); the pool replaces the worker; no step hangs."""
+    import os
+    import signal
+    import time
+
+    spec = compile_checked(doc)
+    gs = {r: FactorSpecGrammar(spec, vocab, doc) for r in ("c1", "c2", "c3", "c4")}
+    items = [(r, g, 10 * k, g.matcher.certain_run(6)) for k, (r, g) in enumerate(gs.items())]
+    arr, ref, rest = _fill_both(worker_rows, items, vocab.words)
+    assert rest == [] and np.array_equal(arr, ref)
+    on = worker_rows.pool.requests()
+    victim_slot = on["c1"]
+    victims = {r for r, s in on.items() if s == victim_slot and r in gs}
+    pid = worker_rows.pool.worker_pids()[victim_slot]
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    for g in gs.values():
+        g.accept_tokens("x", g.matcher.certain_run(2))
+    items = [(r, g, 10 * k, g.matcher.certain_run(6)) for k, (r, g) in enumerate(gs.items())]
+    t0 = time.monotonic()
+    arr, ref, rest = _fill_both(worker_rows, items, vocab.words)
+    assert time.monotonic() - t0 < 30
+    assert {id(g) for g, _s, _t in rest} == {id(gs[r]) for r in victims}
+    FactorSpecBackend.fill_rows(arr, rest)  # what the hook does with them
+    assert np.array_equal(arr, ref)
+    msgs = worker_rows.info["worker_errors"]
+    assert any("c1" in m and "served in-process" in m and f"pid {pid}" in m for m in msgs), msgs
+    assert not any(worker_rows.serves(r, gs[r]) for r in victims)
+    assert all(worker_rows.serves(r, g) for r, g in gs.items() if r not in victims)
+    assert worker_rows.pool.restarts >= 1 and pid not in worker_rows.pool.worker_pids()
+
+
+def test_worker_setting(monkeypatch):
+    from factorspec.integrations.vllm import maskpool
+
+    monkeypatch.delenv(maskpool.ENV_WORKERS, raising=False)
+    assert maskpool.configured_workers() == maskpool.DEFAULT_WORKERS
+    for raw, n in (("0", 0), ("off", 0), ("3", 3)):
+        monkeypatch.setenv(maskpool.ENV_WORKERS, raw)
+        assert maskpool.configured_workers() == n
+    monkeypatch.setenv(maskpool.ENV_WORKERS, "many")
+    with pytest.raises(ValueError, match=maskpool.ENV_WORKERS):
+        maskpool.configured_workers()

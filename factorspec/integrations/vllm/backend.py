@@ -9,12 +9,14 @@ a single backend per engine).
 `fill_rows` computes the bitmask rows of all speculative positions of all FactorSpec requests
 of a scheduler step in one batched call (used by the `grammar_bitmask` hook in
 `factorspec.integrations.vllm.patches`), instead of vLLM's per-request, per-token loop through
-`fill_bitmask` / `accept_tokens` / `rollback`.
+`fill_bitmask` / `accept_tokens` / `rollback`. With FACTORSPEC_VLLM_MASK_WORKERS=N those rows come
+from N worker processes instead (`worker_rows`, `factorspec.integrations.vllm.maskpool`).
 """
 from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
@@ -101,11 +103,12 @@ def compile_checked(doc: Any) -> Any:
 class FactorSpecGrammar(StructuredOutputGrammar):
     """One request's FactorSpec matcher behind vLLM's grammar interface."""
 
-    def __init__(self, spec: Any, vocab: Any) -> None:
+    def __init__(self, spec: Any, vocab: Any, doc: Any = None) -> None:
         from factorspec.graph.matcher import Matcher
         from factorspec.graph.textstate import TextMachine
 
         self._spec, self._vocab = spec, vocab
+        self.doc = doc  # the spec document (mask workers compile their mirror matcher from it)
         self._new = lambda: Matcher(TextMachine(spec), vocab)
         self.matcher = self._new()
 
@@ -165,13 +168,16 @@ class FactorSpecBackend(StructuredOutputBackend):
         self._fallback: Optional[StructuredOutputBackend] = None
         self._vocab: Any = None
         self._lock = threading.Lock()
+        self._workers: Any = None  # maskpool.WorkerRows, once started
+        self._workers_off = False
 
     # vLLM calls these -------------------------------------------------------------------------
     def compile_grammar(self, request_type: StructuredOutputOptions, grammar_spec: str,
                         stop_token_ids: Optional[set] = None) -> StructuredOutputGrammar:
         if request_type == StructuredOutputOptions.JSON and is_factorspec_schema(grammar_spec):
-            spec = compile_checked(schema_of(grammar_spec))
-            return FactorSpecGrammar(spec, with_stops(self.vocab(), stop_token_ids))
+            doc = schema_of(grammar_spec)
+            spec = compile_checked(doc)
+            return FactorSpecGrammar(spec, with_stops(self.vocab(), stop_token_ids), doc)
         return self.fallback().compile_grammar(request_type, grammar_spec, stop_token_ids=stop_token_ids)
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> Any:
@@ -180,6 +186,7 @@ class FactorSpecBackend(StructuredOutputBackend):
         return torch.full((max_num_seqs, (self.vocab_size + 31) // 32), -1, dtype=torch.int32)
 
     def destroy(self) -> None:
+        self.stop_workers()
         if self._fallback is not None:
             self._fallback.destroy()
 
@@ -201,6 +208,64 @@ class FactorSpecBackend(StructuredOutputBackend):
                     self._fallback = XgrammarBackend(self.vllm_config, tokenizer=self.tokenizer,
                                                      vocab_size=self.vocab_size)
         return self._fallback
+
+    def worker_rows(self, grammar: FactorSpecGrammar, max_rows: int, stats: Optional[dict] = None,
+                    info: Optional[dict] = None) -> Any:
+        """The engine's mask workers (`maskpool.WorkerRows`), started at the first call when
+        FACTORSPEC_VLLM_MASK_WORKERS > 0 (their stop tokens: those of `grammar`); None when off or
+        when they could not start (logged; rows are then filled in-process)."""
+        if self._workers is not None or self._workers_off:
+            return self._workers
+        from factorspec.integrations.vllm import maskpool
+
+        from vllm.logger import init_logger
+
+        log = init_logger(maskpool.LOGGER)
+        self._workers_off = True
+        try:
+            n = maskpool.configured_workers()
+        except ValueError as e:
+            log.warning("%s: rows are filled in-process", e)
+            n = 0
+        if info is not None:
+            info["workers"] = n
+        if n <= 0:
+            return None
+        mc = self.vllm_config.model_config
+        mode = str(getattr(mc, "tokenizer_mode", "auto") or "auto")
+        if mode not in ("auto", "hf", "slow"):
+            log.warning("FactorSpec mask workers need a Hugging Face tokenizer (tokenizer_mode %r): "
+                        "rows are filled in-process", mode)
+            return None
+        factory = maskpool.TokenizerVocab(str(mc.tokenizer), int(self.vocab_size),
+                                          tuple(grammar.matcher.vocab.stop_ids),
+                                          getattr(mc, "tokenizer_revision", None),
+                                          bool(getattr(mc, "trust_remote_code", False)))
+        t0 = time.perf_counter()
+        try:
+            self._workers = maskpool.WorkerRows(n, factory, max_rows, timeout=maskpool.configured_timeout(),
+                                                check=maskpool.check_enabled(), stats=stats, info=info)
+        except Exception as e:  # noqa: BLE001 - the engine goes on with in-process rows
+            log.warning("FactorSpec mask workers could not start (%s: %s): rows are filled in-process",
+                        type(e).__name__, e)
+            return None
+        self._workers_off = False
+        log.info("FactorSpec mask workers: %d processes (pids %s) started in %.1f s", n,
+                 self._workers.pool.worker_pids(), time.perf_counter() - t0)
+        return self._workers
+
+    def stop_workers(self, why: str = "") -> None:
+        """Close the mask workers; with `why`, log it and fill rows in-process from now on."""
+        w, self._workers = self._workers, None
+        if why:
+            self._workers_off = True
+            from vllm.logger import init_logger
+
+            from factorspec.integrations.vllm.maskpool import LOGGER
+
+            init_logger(LOGGER).warning("FactorSpec mask workers stopped, rows are filled in-process: %s", why)
+        if w is not None:
+            w.close()
 
     def adopt(self, other: StructuredOutputBackend) -> None:
         """Take over an xgrammar backend vLLM created before the first FactorSpec request."""

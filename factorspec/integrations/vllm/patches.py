@@ -14,8 +14,10 @@ request content: a JSON schema that carries ``x-factorspec`` is a FactorSpec req
    serves FactorSpec schemas itself and delegates everything else to xgrammar.
 3. `StructuredOutputManager.grammar_bitmask` (engine core, every step): rows of FactorSpec
    requests (all speculative positions plus the bonus position) are filled by one batched call,
-   `FactorSpecBackend.fill_rows`; other requests go through vLLM's per-token loop as before.
-   With a reasoning parser configured the original method runs unchanged.
+   `FactorSpecBackend.fill_rows`, or, with FACTORSPEC_VLLM_MASK_WORKERS=N, by N mask worker
+   processes (`maskpool.WorkerRows`: mirror matchers fed with token deltas, rows written into
+   shared memory); other requests go through vLLM's per-token loop as before. With a reasoning
+   parser configured the original method runs unchanged.
 4. `GPUModelRunner.propose_draft_token_ids` (worker; CPUModelRunner inherits it): binds the
    runner to a drafter that has `bind_runner` (the FactorSpec proposer needs request ids and
    sampling params, which vLLM's custom_class interface does not pass).
@@ -26,7 +28,10 @@ import time
 from typing import Any
 
 _APPLIED: set[str] = set()
+# in-process rows (fill_*) and, with mask workers, the workers' rows (worker_*, see maskpool)
 STATS: dict[str, float] = {"fill_calls": 0, "fill_s": 0.0, "fill_rows": 0}
+# the mask workers of this process's engine: count, pids, restarts, errors (see maskpool)
+WORKERS: dict[str, Any] = {}
 
 
 def patch_sampling_params() -> None:
@@ -117,7 +122,7 @@ def patch_structured_output_manager() -> None:
             grammar = requests[req_id].structured_output_request.grammar
             toks = list(scheduled_spec_decode_tokens.get(req_id, ()))
             if isinstance(grammar, FactorSpecGrammar):
-                batch.append((grammar, idx, toks))
+                batch.append((req_id, grammar, idx, toks))
                 idx += len(toks) + 1
                 continue
             # vLLM's own per-token loop (no reasoning parser here), for delegated grammars
@@ -149,11 +154,23 @@ def patch_structured_output_manager() -> None:
             if advanced:
                 grammar.rollback(advanced)
         if batch:
-            t0 = time.perf_counter()
-            FactorSpecBackend.fill_rows(bm, batch)
-            STATS["fill_s"] += time.perf_counter() - t0
-            STATS["fill_calls"] += 1
-            STATS["fill_rows"] += sum(len(t) + 1 for _, _, t in batch)
+            local = [(g, i, t) for _r, g, i, t in batch]
+            workers = self.backend.worker_rows(batch[0][1], bm.shape[0], STATS, WORKERS)
+            if workers is not None:
+                try:
+                    workers.forget_except(requests)
+                    served = [b for b in batch if workers.serves(b[0], b[1])]
+                    local = [(g, i, t) for r, g, i, t in batch if not workers.serves(r, g)]
+                    local += workers.fill(bm.numpy(), served)
+                except Exception as e:  # noqa: BLE001 - never fail the step over the pool
+                    self.backend.stop_workers(f"{type(e).__name__}: {e}")
+                    local = [(g, i, t) for _r, g, i, t in batch]
+            if local:
+                t0 = time.perf_counter()
+                FactorSpecBackend.fill_rows(bm, local)
+                STATS["fill_s"] += time.perf_counter() - t0
+                STATS["fill_calls"] += 1
+                STATS["fill_rows"] += sum(len(t) + 1 for _, _, t in local)
         out = bm[:idx] if idx < bm.shape[0] else bm
         return out.numpy()
 
