@@ -1,8 +1,11 @@
 """End to end through vLLM's engine on CPU (SmolLM2-135M, 2 NATURAL PLAN instances):
 every record valid; FactorSpec drafts change nothing in the output (identical to FactorSpec
 masks without drafts) while taking far fewer forwards; vLLM's ngram proposer with xgrammar
-(syntax only) runs in the same test for comparison. Needs vLLM (skips otherwise); about
-2-3 minutes on 2 CPU cores (three engine starts of ~15-25 s each)."""
+(syntax only) runs in the same test for comparison. The drafted run takes its mask rows from
+two mask worker processes (FACTORSPEC_VLLM_MASK_WORKERS=2, with the in-process rows computed
+alongside and compared row for row); the plain FactorSpec run fills them in-process, so the
+identity check also compares the two paths. Needs vLLM (skips otherwise); about 2-4 minutes on
+2 CPU cores (three engine starts of ~15-25 s each)."""
 from __future__ import annotations
 
 import json
@@ -28,7 +31,10 @@ def runs(tmp_path_factory):
         path = tmp / f"{cfg}.json"
         cmd = [sys.executable, "-m", "factorspec.integrations.vllm.bench", "run", "--config", cfg,
                "--model", MODEL, "--n", str(N), "--k", "32", "--max-tokens", "400", "--out", str(path)]
-        p = subprocess.run(cmd, env=cpu_env(), capture_output=True, text=True, timeout=600)
+        env = cpu_env()
+        env["FACTORSPEC_VLLM_MASK_WORKERS"] = "2" if cfg == "factorspec_draft" else "0"
+        env["FACTORSPEC_VLLM_MASK_WORKERS_CHECK"] = "1" if cfg == "factorspec_draft" else "0"
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0 and path.is_file(), f"{cfg} failed:\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
         out[cfg] = json.loads(path.read_text())
     return out
@@ -61,5 +67,19 @@ def test_factorspec_drafts_beat_ngram_per_verify_step(runs):
     assert sd["spec_decode_num_accepted_tokens"] == sd["spec_decode_num_draft_tokens"]
     assert s_fs["tokens_per_step"] > 10
     assert s_fs["tokens_per_step"] > 2 * s_ng["tokens_per_step"]
-    # the masks of all speculative positions came from the batched FactorSpec call
-    assert fs["mask_fill"]["fill_rows"] >= s_fs["forwards"]
+    # the masks of all speculative positions came from the mask workers (next test)
+    assert fs["mask_fill"]["worker_rows"] >= s_fs["forwards"]
+
+
+def test_mask_workers_fill_the_rows_exactly(runs):
+    fs, plain = runs["factorspec_draft"], runs["factorspec"]
+    mf, w = fs["mask_fill"], fs["mask_workers"]
+    # every FactorSpec row of the drafted run came from the workers, none from the engine process
+    assert w["workers"] == 2 and len(w["worker_pids"]) == 2 and w["engine_pid"] not in w["worker_pids"]
+    assert w["worker_errors"] == [] and w["worker_restarts"] == 0
+    assert mf["worker_rows"] > 0 and mf["fill_rows"] == 0
+    # ... and equal the in-process batched call's rows (computed alongside, FACTORSPEC_VLLM_MASK_WORKERS_CHECK)
+    assert mf["worker_check_rows"] == mf["worker_rows"] and mf["worker_check_mismatches"] == 0
+    # the run without workers filled its rows in-process
+    assert plain["mask_workers"]["workers"] == 0 and plain["mask_fill"]["fill_rows"] > 0
+    assert plain["mask_fill"].get("worker_rows", 0) == 0

