@@ -570,7 +570,7 @@ def _make(vars: list, factors: list, xs: list[int], succ, chain, h) -> Sequence:
         # make huge ints), and the one-time probe only for modest sizes
         base = min(min(vars[v].lo - o for v, o in cls) for cls in chain)
         span = max(max(vars[v].hi - o for v, o in cls) for cls in chain) - base
-        if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > span \
+        if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > MAX_SPAN \
                 or len(xs) * len(vars[xs[0]].values) > MAX_PROBES:
             chain, h = None, None
     seq = Sequence(xs, succ, chain, h, probe)
