@@ -397,6 +397,10 @@ def summarize(records: list[dict], wall: Optional[float] = None, engine_steps: O
     return out
 
 
+def _tag(tag: str) -> str:
+    return f"-{tag}" if tag else ""
+
+
 def cmd_all(a: argparse.Namespace) -> int:
     out_dir = Path(a.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -404,7 +408,7 @@ def cmd_all(a: argparse.Namespace) -> int:
     for cfg in a.configs.split(","):
         cmd = [sys.executable, "-m", "factorspec.integrations.vllm.bench", "run", "--config", cfg,
                "--model", a.model, "--k", str(a.k), "--max-tokens", str(a.max_tokens),
-               "--out", str(out_dir / f"{a.model}-{cfg}{a.suffix}.json"), "--skip", str(a.skip),
+               "--out", str(out_dir / f"{a.model}-{cfg}{_tag(a.tag)}.json"), "--skip", str(a.skip),
                "--batch", str(a.batch)]
         if a.n is not None:
             cmd += ["--n", str(a.n)]
@@ -431,7 +435,7 @@ def cmd_summary(a: argparse.Namespace) -> int:
     instances every run finished (the common prefix)."""
     runs = {}
     for cfg in CONFIGS:
-        f = Path(a.out_dir) / f"{a.model}-{cfg}{a.suffix}.json"
+        f = Path(a.out_dir) / f"{a.model}-{cfg}{_tag(a.tag)}.json"
         if f.is_file():
             runs[cfg] = json.loads(f.read_text())
     if not runs:
@@ -493,11 +497,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             p.add_argument("--configs", default=",".join(CONFIGS))
             p.add_argument("--out-dir", default="bench/vllm")
-            p.add_argument("--suffix", default="", help="appended to each output file name, e.g. -b8")
+            p.add_argument("--tag", default="", help="output files <model>-<config>-TAG.json (e.g. b8)")
     p = sub.add_parser("summary")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--out-dir", default="bench/vllm")
-    p.add_argument("--suffix", default="", help="file name suffix of the runs, e.g. -b8")
+    p.add_argument("--tag", default="", help="the runs' files are <model>-<config>-TAG.json")
     p.add_argument("--write", default="")
     a = ap.parse_args(argv)
     return {"run": cmd_run, "all": cmd_all, "summary": cmd_summary}[a.cmd](a)
