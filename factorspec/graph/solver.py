@@ -8,9 +8,11 @@ so answers are exact: no value is kept that no valid record has, none is dropped
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from factorspec.errors import BudgetExceeded
 from factorspec.graph import nodes as N
@@ -64,6 +66,24 @@ class Problem:
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
         self.stats = Stats()
+        # `deadline` is set while one question (e.g. feasible_values) runs several searches: they
+        # share one wall-clock budget instead of each getting a fresh one (per thread: engines
+        # may draft on one thread while masking on another)
+        self._question = threading.local()
+
+    @contextmanager
+    def question(self, budget: Budget) -> Iterator[None]:
+        """Scope of one question: every search inside shares `budget.seconds` (nested scopes keep
+        the outermost deadline)."""
+        q = self._question
+        if getattr(q, "deadline", None) is not None:
+            yield
+            return
+        q.deadline = time.monotonic() + budget.seconds
+        try:
+            yield
+        finally:
+            q.deadline = None
 
     def initial_domains(self) -> list:
         return [N.dom_range(v.lo, v.hi) for v in self.vars]
@@ -76,6 +96,9 @@ class _Search:
         self.nodes = 0
         self.revisions = 0
         self.deadline = time.monotonic() + budget.seconds
+        shared = getattr(problem._question, "deadline", None)
+        if shared is not None:  # a search inside a larger question shares its clock
+            self.deadline = min(self.deadline, shared)
 
     def _tick(self) -> None:
         self.nodes += 1
@@ -319,7 +342,8 @@ class State:
         d = self.D[vid]
         if N.dsize(d) > limit:
             raise BudgetExceeded(f"domain size of {self.problem.vars[vid].name}", limit, N.dsize(d))
-        out = [k for k in N.dvalues(d) if self.assign(vid, k) is not None]
+        with self.problem.question(self.budget):
+            out = [k for k in N.dvalues(d) if self.assign(vid, k) is not None]
         self._memo[key] = out
         return out
 
