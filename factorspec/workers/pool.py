@@ -295,7 +295,7 @@ class MaskWorkerPool:
             h.two_phase = h.two_phase or bool(it.tree)
             by_slot.setdefault(slot.index, []).append(
                 (it.rid, tokens, row, int(it.draft_width), int(it.rollback), bool(it.tree), bool(it.chain),
-                 tuple(it.auto_width)))
+                 tuple(it.auto_width), tuple(int(t) for t in it.given)))
         self._steps[h.id] = h
         for idx, lst in by_slot.items():
             slot = self._slots[idx]

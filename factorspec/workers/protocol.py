@@ -6,7 +6,7 @@ parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_s
                    ("add", seq, rid, spec_doc, prompt_ids)
                    ("remove", seq, rid)
                    ("step", seq, step_id, [(rid, tokens, row, draft_width, rollback, tree, chain,
-                                            auto_width), ...], two_phase)
+                                            auto_width, given), ...], two_phase)
                    ("close", seq)
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
@@ -82,7 +82,9 @@ class StepItem:
     and reports per row whether the path is accepted (`StepResult.valid`). `chain` keeps only the
     draft's first-child chain. `auto_width` = (base, per_token, tree_allowance) lets the worker
     choose the width itself (`graph.width.CertainWidth`, capped at `draft_width`), since only it
-    holds the request's matcher."""
+    holds the request's matcher. `given` (with `tree`): verify these tokens as a chain instead of
+    drafting (an engine whose drafts come from elsewhere, e.g. vLLM's proposer, still gets the
+    rows of every draft position from one step)."""
 
     rid: Any
     tokens: tuple = ()
@@ -92,6 +94,7 @@ class StepItem:
     tree: bool = False
     chain: bool = False
     auto_width: tuple = ()
+    given: tuple = ()
 
     @classmethod
     def of(cls, x: Any) -> "StepItem":

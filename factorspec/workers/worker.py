@@ -108,7 +108,7 @@ class Worker:
         """Phase 1 of a two-phase step: apply each request's tokens and make its draft. Returns
         the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent)."""
         out, todo = [], []
-        for rid, tokens, row, width, rollback, tree, chain, auto in items:
+        for rid, tokens, row, width, rollback, tree, chain, auto, given in items:
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             if m is None:
@@ -121,9 +121,12 @@ class Worker:
                 term = m.is_terminated()
                 if auto and width > 0 and not term:
                     width = min(width, CertainWidth.from_params(auto, width).choose(m))
-                d = m.draft(width) if width > 0 and not term else None
-                if d is not None:
-                    d = _iface.truncate_draft(d, width, chain)
+                if given and tree:
+                    d = _iface.DraftTree(list(given), list(range(-1, len(given) - 1)), [False] * len(given))
+                else:
+                    d = m.draft(width) if width > 0 and not term else None
+                    if d is not None:
+                        d = _iface.truncate_draft(d, width, chain)
                 if self.bitmask is not None and tree and d is not None and row + len(d) >= self.bitmask.shape[0]:
                     raise ValueError(f"a draft of {len(d)} nodes at row {row} does not fit the shared block's "
                                      f"{self.bitmask.shape[0]} rows")

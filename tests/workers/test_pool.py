@@ -285,3 +285,25 @@ def test_model_vocabulary_by_name() -> None:
             assert r.draft.tokens == d.tokens
             toks = certain_chain(r.draft) or [int(np.flatnonzero(np.unpackbits(
                 pool.bitmask[1].view(np.uint8), bitorder="little"))[0])]
+
+
+def test_tree_step_with_given_chain_fills_every_position(pool: MaskWorkerPool) -> None:
+    """`given` tokens (drafts made elsewhere) are verified as a chain: one step writes the row of
+    the root and of every given position, and flags the first rejected one."""
+    from factorspec.engine.interface import DraftTree, fill_tree_bitmask
+
+    spec = plan_specs(1, seed=11)[0]
+    local = _local(spec)
+    pool.add_request("given", spec, wait=True)
+    chain = local.certain_run(12)
+    assert len(chain) >= 4
+    bad = chain[:3] + [STOP] + chain[3:5]  # a stop token mid-record is rejected
+    h = pool.submit_step([StepItem("given", (), row=0, tree=True, given=tuple(bad))])
+    first = pool.collect_drafts(h)["given"]
+    assert first.ok and list(first.draft.tokens) == bad
+    res = pool.collect(h)["given"].raise_for_error()
+    want = np.zeros((len(bad) + 1, pool.bitmask.shape[1]), dtype=np.int32)
+    valid = fill_tree_bitmask(local, DraftTree(bad, list(range(-1, len(bad) - 1)), [False] * len(bad)), want, 0)
+    assert res.valid == valid == [True, True, True, True, False, False, False]
+    assert np.array_equal(pool.bitmask[: len(bad) + 1], want)
+    pool.remove_request("given")
