@@ -77,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:
         for r in rows:
-            fh.write(json.dumps({k: v for k, v in r.items() if k not in ("token_ids", "engine_timings")},
+            fh.write(json.dumps({k: v for k, v in r.items() if k not in ("token_ids", "engine_timings", "load_avg")},
                                 ensure_ascii=False) + "\n")
     s = summarize("fs_full", rows, wall)
     print(json.dumps(s, indent=2))
@@ -115,7 +115,7 @@ def _bench(args: argparse.Namespace, ctx: Any, probs: list, configs: list, batch
             for config in configs:
                 rows, wall = run_config(ctx, config, probs, batch, args.max_new_tokens)
                 for r in rows:
-                    fh.write(json.dumps({**{k: v for k, v in r.items() if k not in ("token_ids", "engine_timings")},
+                    fh.write(json.dumps({**{k: v for k, v in r.items() if k not in ("token_ids", "engine_timings", "load_avg")},
                                          "batch": batch},
                                         ensure_ascii=False) + "\n")
                 tokens_of[config] = {r["id"]: r["token_ids"] for r in rows}
@@ -145,7 +145,7 @@ def _bench(args: argparse.Namespace, ctx: Any, probs: list, configs: list, batch
 def _write_md(summary: dict, path: str) -> None:
     cols = ["name", "batch", "valid_rate", "exact_match_rate", "tokens_per_verify_step",
             "forward_passes_per_record", "seconds_per_record", "decode_seconds_per_record",
-            "valid_records_per_second"]
+            "valid_records_per_second", "load_avg"]
     lines = [f"# FactorSpec bench ({summary['model']}, {len(summary['instances'])} instances)", "",
              f"Machine: {json.dumps(summary['machine'])}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

@@ -159,6 +159,7 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
                                     "forward_passes": 0, "attempts": 0, "token_ids": []} for p in problems}
     todo = list(problems)
     extra_prompt: dict[str, str] = {}
+    load0 = _loadavg()
     t0 = time.perf_counter()
     attempts = 4 if config == "syntax_retry" else 1
     for attempt in range(attempts):
@@ -203,8 +204,9 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
         todo = retry
     wall = time.perf_counter() - t0
     out = [rows[p.id] for p in problems]
-    if out:  # the engine's phase timings of this run, on the first row (summaries read them)
+    if out:  # the engine's phase timings and the host's load, on the first row (summaries read them)
         out[0]["engine_timings"] = dict(engine.timings)
+        out[0]["load_avg"] = [load0, _loadavg()]
     return out, wall
 
 
@@ -215,6 +217,7 @@ def summarize(config: str, rows: list[dict], wall: float) -> dict:
     valid = sum(bool(r.get("valid")) for r in rows)
     prefill = sum(r.get("prefill_seconds", 0.0) for r in rows)
     timings = next((r["engine_timings"] for r in rows if "engine_timings" in r), {})
+    load = next((r["load_avg"] for r in rows if "load_avg" in r), None)
     return {
         "name": config,
         "instances": len(rows),
@@ -230,4 +233,16 @@ def summarize(config: str, rows: list[dict], wall: float) -> dict:
         "decode_seconds_per_record": max(0.0, wall - prefill) / n,
         "prefill_seconds_per_record": prefill / n,
         "engine_seconds": {k: round(v, 3) for k, v in timings.items()},
+        # 1-minute load average of the host at the start and end of the run: seconds from runs
+        # under different load do not compare
+        "load_avg": load,
     }
+
+
+def _loadavg() -> Optional[float]:
+    try:
+        import os
+
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
