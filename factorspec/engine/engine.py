@@ -396,6 +396,7 @@ class Engine:
         pred_t = KERNELS.masked_argmax(logits, bm, row_map)
         pred = pred_t.tolist()
         dead = torch.isneginf(logits.gather(1, pred_t.view(-1, 1)).view(-1)).tolist()
+        verified = KERNELS.verify_batch(pred_t, tb, [(d.tokens, d.parents) for d in drafts])
         keep: list[list[int]] = []
         for b, (st, d) in enumerate(zip(active, drafts)):
             o = int(offsets[b])
@@ -405,7 +406,7 @@ class Engine:
             if st.finish_reason is not None:
                 keep.append([])
                 continue
-            path, bonus = KERNELS.verify_tree_greedy(pred[o : o + len(d) + 1], d.tokens, d.parents)
+            path, bonus = verified[b]
             # a node is only accepted if the constraint accepts it (masked argmax guarantees
             # that except for unconstrained rows, where valid is all True)
             ok = []
