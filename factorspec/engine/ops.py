@@ -206,7 +206,7 @@ def verify_batch_kernels(pred: torch.Tensor, tb: TreeBatch,
 
     if tb.flat_tokens is None or tb.flat_parents is None or tb.cu_nodes is None:
         return verify_batch_reference(pred, tb, drafts)
-    r = k_verify(tb.flat_tokens, pred.to(tb.flat_tokens.dtype), tb.flat_parents, tb.cu_nodes,
+    r = k_verify(tb.flat_tokens, pred.to(device=tb.flat_tokens.device, dtype=tb.flat_tokens.dtype), tb.flat_parents, tb.cu_nodes,
                  max_nodes=max(tb.n_nodes))
     acc_idx, acc_len, bonus = r.accept_index.tolist(), r.accept_length.tolist(), r.bonus_token.tolist()
     cu = tb.cu_nodes.tolist()
