@@ -78,6 +78,10 @@ def test_mask_workers_fill_the_rows_exactly(runs):
     assert w["workers"] == 2 and len(w["worker_pids"]) == 2 and w["engine_pid"] not in w["worker_pids"]
     assert w["worker_errors"] == [] and w["worker_restarts"] == 0
     assert mf["worker_rows"] > 0 and mf["fill_rows"] == 0
+    # one pool step (one message per worker) per engine step, whatever the number of draft positions
+    assert mf["worker_pool_steps"] == mf["worker_calls"] > 0
+    # the JSON records the setting each run used
+    assert w["setting"] == "2" and plain["mask_workers"]["setting"] == "0"
     # ... and equal the in-process batched call's rows (computed alongside, FACTORSPEC_VLLM_MASK_WORKERS_CHECK)
     assert mf["worker_check_rows"] == mf["worker_rows"] and mf["worker_check_mismatches"] == 0
     # the run without workers filled its rows in-process

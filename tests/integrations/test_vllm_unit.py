@@ -179,6 +179,8 @@ def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
     spec = compile_checked(doc)
     grammars = {r: FactorSpecGrammar(spec, vocab, doc) for r in ("w1", "w2", "w3")}
     before = dict(worker_rows.stats)
+    stop = int(vocab.stop_ids[0])
+    fills = 0
     for step in range(60):
         live = {r: g for r, g in grammars.items() if not g.is_terminated()}
         if not live:
@@ -186,8 +188,14 @@ def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
         items, row = [], 0
         for k, (r, g) in enumerate(live.items()):
             run = g.matcher.certain_run(8)
-            if k == 1 and len(run) > 3:
+            if g.validate_tokens(run + [stop]) == run + [stop]:
+                toks = run + [stop, stop]  # the record may end here: a stop token, then one past termination
+            elif k == 1 and len(run) > 3:
                 toks = run[:2] + [run[2] + 1] + run[3:]  # rejected mid-chain
+            elif k == 0 and step % 2 == 1:
+                # a stop token mid-chain (rejected unless the record may end there), and tokens
+                # after the run (after its stop token: past termination)
+                toks = run[:2] + [stop] + run[2:4] if len(run) > 4 else run + [run[0] if run else stop] * 2
             elif k == 2 and step % 3 == 0:
                 toks = []  # no drafts this step
             else:
@@ -195,6 +203,7 @@ def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
             items.append((r, g, row, toks))
             row += len(toks) + 1
         arr, ref, rest = _fill_both(worker_rows, items, vocab.words)
+        fills += 1
         assert rest == [] and np.array_equal(arr, ref), f"step {step}"
         worker_rows.forget_except(live)
         for r, g in live.items():  # commit what greedy verification of certain drafts would
@@ -207,6 +216,8 @@ def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
             assert g.accept_tokens(r, run[: 3 + step % 5])
     assert all(g.is_terminated() for g in grammars.values())
     assert worker_rows.stats["worker_rows"] > before.get("worker_rows", 0)
+    # one pool step per engine step, whatever the number of draft positions
+    assert worker_rows.stats["worker_pool_steps"] - before.get("worker_pool_steps", 0) == fills
     assert worker_rows.info["worker_errors"] == []
 
 

@@ -318,10 +318,18 @@ def cmd_run(a: argparse.Namespace) -> int:
 def _run_info(a: argparse.Namespace, llm: Any, start_s: float) -> dict[str, Any]:
     from factorspec.integrations.vllm import maskpool, patches, proposer
 
+    workers = dict(patches.WORKERS)
+    if "workers" not in workers:  # no FactorSpec request reached the engine's bitmask hook
+        try:
+            workers["workers"] = maskpool.configured_workers()
+        except ValueError as e:
+            workers["workers"], workers["setting_error"] = 0, str(e)
+    # the setting the run used: FACTORSPEC_VLLM_MASK_WORKERS as set (None: unset, the default)
+    workers["setting"] = os.environ.get(maskpool.ENV_WORKERS)
+    workers["default"] = maskpool.DEFAULT_WORKERS
     return {"config": a.config, "model": a.model, "k": a.k, "batch": a.batch, "max_tokens": a.max_tokens,
             "engine_start_s": start_s, "spec_decode": spec_counters(llm), "mask_fill": dict(patches.STATS),
-            "mask_workers": dict(patches.WORKERS) or {"workers": maskpool.configured_workers()},
-            "proposer": dict(proposer.STATS)}
+            "mask_workers": workers, "proposer": dict(proposer.STATS)}
 
 
 def _run_batched(a: argparse.Namespace, llm: Any, tok: Any, probs: list, start_s: float) -> int:

@@ -5,17 +5,22 @@ rolls back on them, synchronously, in the scheduler). Each of those requests als
 matcher in one worker process. Every scheduler step, `WorkerRows.fill`:
 
 1. brings each mirror up to date with a token delta: the mirror's tokens are diffed against the
-   grammar's accepted tokens (`Matcher.tokens`), so the worker rolls back what it applied last
-   step as drafts and applies the tokens vLLM committed since;
-2. validates the step's draft tokens on the engine's grammar (`validate_tokens`, which leaves the
-   grammar as it was) to find the valid prefix of v tokens (a -1 pad, a rejected token or
-   termination ends it);
-3. submits 1 + max(v) pool steps at once (pipelined, one message per worker and pool step): pool
-   step 0 writes every request's bonus-position row (the row before the first draft token),
-   pool step j feeds each request its j-th draft token and writes the next row. The workers of
-   different requests run in parallel; a request's own rows are sequential in its worker;
-4. collects them (one deadline for the whole step) and copies the rows into vLLM's bitmask.
-   Rows past the valid prefix repeat the row of the last valid position, as vLLM's own loop does.
+   grammar's accepted tokens (`Matcher.tokens`), so the worker applies the tokens vLLM
+   committed since the last step (and rolls back, should vLLM ever have rolled back further);
+2. submits ONE pool step for all requests: each request's item (`StepItem(tree=True,
+   given=...)`) carries its delta and the step's draft tokens up to the first -1 pad, and its
+   worker writes the row of the bonus position into the request's first row and the row after
+   each given draft token j into first row + j + 1, reporting per row whether the path is
+   accepted (`StepResult.valid`). A verify walk leaves the worker's matcher at the root, so the
+   mirror's tokens are the grammar's. The workers of different requests run in parallel; a
+   request's rows are computed in one go in its worker: one pipe message per worker per
+   engine step, whatever the number of draft positions;
+3. collects it (one deadline) and copies the rows into vLLM's bitmask. With `valid` the parent
+   finds each request's valid prefix (a -1 pad, a rejected token or termination ends it): the
+   row after an accepted stop token is the stop-token row (the engine grammar's row once
+   terminated; the worker's walk leaves it zero), and rows past the valid prefix repeat the
+   row of the last valid position, as vLLM's own loop does. The engine's grammar is not
+   touched (no `validate_tokens` in the engine process).
 
 Failure handling: a request whose worker crashed, timed out (the pool kills and replaces the
 worker) or failed is logged with the pool's message and served by the in-process batched call
@@ -46,6 +51,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 import numpy as np
+
+from factorspec.workers.protocol import StepItem
 
 ENV_WORKERS = "FACTORSPEC_VLLM_MASK_WORKERS"
 ENV_TIMEOUT = "FACTORSPEC_VLLM_MASK_WORKERS_TIMEOUT"
@@ -146,6 +153,7 @@ class WorkerRows:
                                    step_timeout=timeout, start_timeout=start_timeout)
         self.mirrors: dict[Any, _Mirror] = {}
         self.inprocess: dict[Any, Any] = {}  # rid -> grammar served in-process for good
+        self._stop: Optional[np.ndarray] = None  # the stop-token row (see _stop_row)
         self.info.update({"workers": num_workers, "worker_pids": self.pool.worker_pids(),
                           "engine_pid": os.getpid(), "stop_ids": list(self.stop_ids)})
         self.info.setdefault("worker_errors", [])
@@ -200,10 +208,15 @@ class WorkerRows:
         """Rows of `items` ((request id, grammar, first row, scheduled draft tokens)) into `arr`
         ([rows, words] int32; the pool's rows have the same indices). Returns the items whose
         rows the workers did not deliver (the caller fills those in-process); those requests are
-        served in-process from then on."""
+        served in-process from then on.
+
+        One pool step for the whole engine step: each request's item carries its token delta and
+        its draft tokens up to the first -1 pad as `given`; its worker writes the root (bonus
+        position) row and the row after each given token, and reports per row whether the path
+        is accepted (`StepResult.valid`)."""
         t0 = time.perf_counter()
-        plan = []  # (rid, grammar, start, scheduled tokens, valid drafts)
-        first: list = []
+        plan = []  # (rid, grammar, start, scheduled tokens, given tokens)
+        step: list = []
         for rid, grammar, start, toks in items:
             mir = self.mirrors.get(rid)
             if mir is not None and mir.grammar is not grammar:  # a new request under an old id
@@ -212,50 +225,56 @@ class WorkerRows:
             if mir is None:
                 mir = self.mirrors[rid] = _Mirror(grammar)
                 self.pool.add_request(rid, grammar.doc)
-            m = grammar.matcher
-            hist = m.tokens
+            hist = grammar.matcher.tokens
             c = _common_prefix(mir.tokens, hist)
             rollback = len(mir.tokens) - c
             delta = tuple(int(t) for t in hist[c:])
             cut = toks.index(-1) if -1 in toks else len(toks)
-            v = m.validate_tokens([int(t) for t in toks[:cut]]) if cut else 0
-            drafts = [int(t) for t in toks[:v]]
-            plan.append((rid, grammar, start, toks, drafts))
-            first.append((rid, delta, start, 0, rollback))
-            mir.tokens = list(hist) + drafts
-        handles = [self.pool.submit_step(first)] if first else []
-        depth = max((len(p[4]) for p in plan), default=0)
-        for j in range(1, depth + 1):
-            handles.append(self.pool.submit_step(
-                [(rid, (drafts[j - 1],), start + j, 0, 0) for rid, _g, start, _t, drafts in plan
-                 if len(drafts) >= j]))
-        deadline = time.monotonic() + self.timeout
+            given = tuple(int(t) for t in toks[:cut])
+            plan.append((rid, grammar, start, toks, given))
+            step.append(StepItem(rid, delta, row=start, rollback=rollback, tree=True, given=given))
+            mir.tokens = list(hist)  # a tree step leaves the worker's matcher at the root
         failed: dict[Any, str] = {}
-        for h in handles:
-            res = self.pool.collect(h, timeout=max(0.0, deadline - time.monotonic()))
+        valid: dict[Any, list] = {}
+        if step:
+            res = self.pool.collect(self.pool.submit_step(step), timeout=self.timeout)
             for rid, r in res.items():
-                if not r.ok and rid not in failed:
+                if not r.ok:
                     failed[rid] = str(r.error) if r.error is not None else "the worker returned no result"
+                elif r.valid is None or len(r.valid) < 1:
+                    failed[rid] = "the worker reported no row validity"
+                else:
+                    valid[rid] = r.valid
         pool_rows = self.pool.bitmask
         width = arr.shape[1]
         w = min(width, pool_rows.shape[1])
         rest = []
         rows = 0
-        for rid, grammar, start, toks, drafts in plan:
+        for rid, grammar, start, toks, given in plan:
             if rid in failed:
                 self._give_up(rid, grammar, failed[rid])
                 rest.append((grammar, start, toks))
                 continue
-            n, v = len(toks) + 1, len(drafts)
+            ok = valid[rid]
+            v = 0  # given tokens accepted in a row (the rows of positions 0..v are the pool's)
+            while v < len(given) and v + 1 < len(ok) and ok[v + 1]:
+                v += 1
+            n = len(toks) + 1
             arr[start:start + v + 1, :w] = pool_rows[start:start + v + 1, :w]
+            if v and given[v - 1] in self.stop_ids:
+                # accepting a stop token terminates: the worker's tree walk leaves that row zero,
+                # the engine's grammar (and vLLM's loop) gives the stop-token row
+                stop = self._stop_row(grammar)
+                arr[start + v, :w] = 0
+                arr[start + v, :min(w, len(stop))] = stop[:w]
             if v + 1 < n:  # after a pad, a rejected token or termination: repeat the last valid row
-                arr[start + v + 1:start + n, :w] = pool_rows[start + v, :w]
+                arr[start + v + 1:start + n, :w] = arr[start + v, :w]
             if w < width:
                 arr[start:start + n, w:] = 0
             rows += n
         st = self.stats
         st["worker_calls"] = st.get("worker_calls", 0) + 1
-        st["worker_pool_steps"] = st.get("worker_pool_steps", 0) + len(handles)
+        st["worker_pool_steps"] = st.get("worker_pool_steps", 0) + (1 if step else 0)
         st["worker_rows"] = st.get("worker_rows", 0) + rows
         st["worker_s"] = st.get("worker_s", 0.0) + time.perf_counter() - t0
         if self.check:
@@ -263,6 +282,14 @@ class WorkerRows:
         self.info["worker_pids"] = self.pool.worker_pids()
         self.info["worker_restarts"] = self.pool.restarts
         return rest
+
+    def _stop_row(self, grammar: Any) -> np.ndarray:
+        """The row of a terminated matcher (its stop tokens), as `Matcher.next_token_mask` has it."""
+        row = self._stop
+        if row is None:
+            v = grammar.matcher.vocab
+            row = self._stop = np.asarray(v.mask_from_ids(list(v.stop_ids)), dtype=np.int32)
+        return row
 
     def _check(self, arr: np.ndarray, plan: list) -> None:
         """Compare the workers' rows with the in-process batched call's."""
