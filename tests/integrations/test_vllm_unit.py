@@ -259,7 +259,10 @@ def test_worker_setting(monkeypatch):
     from factorspec.integrations.vllm import maskpool
 
     monkeypatch.delenv(maskpool.ENV_WORKERS, raising=False)
-    assert maskpool.configured_workers() == maskpool.DEFAULT_WORKERS
+    assert maskpool.configured_workers() == maskpool.default_workers()
+    import torch
+
+    assert maskpool.default_workers() == (1 if torch.cuda.is_available() else 0)
     for raw, n in (("0", 0), ("off", 0), ("3", 3)):
         monkeypatch.setenv(maskpool.ENV_WORKERS, raw)
         assert maskpool.configured_workers() == n

@@ -326,7 +326,7 @@ def _run_info(a: argparse.Namespace, llm: Any, start_s: float) -> dict[str, Any]
             workers["workers"], workers["setting_error"] = 0, str(e)
     # the setting the run used: FACTORSPEC_VLLM_MASK_WORKERS as set (None: unset, the default)
     workers["setting"] = os.environ.get(maskpool.ENV_WORKERS)
-    workers["default"] = maskpool.DEFAULT_WORKERS
+    workers["default"] = maskpool.default_workers()
     return {"config": a.config, "model": a.model, "k": a.k, "batch": a.batch, "max_tokens": a.max_tokens,
             "engine_start_s": start_s, "spec_decode": spec_counters(llm), "mask_fill": dict(patches.STATS),
             "mask_workers": workers, "proposer": dict(proposer.STATS)}

@@ -64,11 +64,27 @@ LOGGER = "vllm.factorspec"  # under "vllm": vLLM's logging configuration prints 
 _log = logging.getLogger(__name__)
 
 
+def default_workers() -> int:
+    """Workers when FACTORSPEC_VLLM_MASK_WORKERS is unset ("auto"): 1 when the model runs on an
+    accelerator (the CPU is then free while the forward runs, and rows leave the engine core's
+    critical path), 0 on a CPU-only vLLM, whose OpenMP threads are bound to every core (measured
+    on the 2-core CPU host: a worker there only competes with the forward; docs/integrations.md)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return 1
+    except Exception:  # noqa: BLE001 - no torch, or a broken CUDA setup: CPU rules
+        pass
+    return DEFAULT_WORKERS
+
+
 def configured_workers() -> int:
-    """Number of mask worker processes from FACTORSPEC_VLLM_MASK_WORKERS (0 = off)."""
+    """Number of mask worker processes from FACTORSPEC_VLLM_MASK_WORKERS (0 = off; unset or
+    "auto": `default_workers()`)."""
     raw = os.environ.get(ENV_WORKERS, "").strip().lower()
-    if raw in ("", "default"):
-        return DEFAULT_WORKERS
+    if raw in ("", "default", "auto"):
+        return default_workers()
     if raw in ("0", "off", "no", "false", "none"):
         return 0
     try:
