@@ -139,7 +139,7 @@ class Sequence(N.Node):
     """Implied global constraint over a sequence of distinct slots (see the module docstring)."""
 
     kind = "bool"
-    __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base")
+    __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Any) -> None:
@@ -160,6 +160,9 @@ class Sequence(N.Node):
         self.windows: Optional[list[list[int]]] = None  # [j][v] -> bitset of tau_j (bit t - base)
         self._probe = probe
         self.base = 0
+        self._gap_memo: dict = {}  # gap-partition answers
+        self._fill_memo: dict = {}  # a short gap's fillings by its ends and the values' windows
+        self.adj: Optional[list[int]] = None  # union of the transition tables (lazy)
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -268,7 +271,14 @@ class Sequence(N.Node):
                 return False
             if self.chain is not None and not self._time(D, C, dm, k):
                 return False
-            if dm == before:
+            if dm == before or _round == 3:
+                # the gap split (the costliest rule) once the cheaper ones are settled
+                if perm and self.chain is not None:
+                    settled = list(dm)
+                    if not self._gaps(D, dm, k):
+                        return False
+                    if dm != settled and _round < 3:
+                        continue
                 return True
         return True
 
@@ -382,6 +392,358 @@ class Sequence(N.Node):
                         return False
                     dm[j] = keep
         return True
+
+    def _gaps(self, D: list, dm: list[int], k: int) -> bool:
+        """Gap partition: values whose start time is forced (one possible tau) cut the remaining
+        timeline into gaps; the other open values must fill each gap exactly (their steps sum to
+        its length), each in a gap where its window lets it start and end. With tables, a short
+        gap's fillings are enumerated as paths (from the value before it to the one after it,
+        each value starting inside its window); the sets of the short gaps must be disjoint and
+        the values left must split into the long gaps by their steps. A relaxation (long gaps
+        ignore order and tables; tables are the union over transitions), exact for what it
+        sees; it also narrows x_k to the values that open the first gap in some such split."""
+        n = len(dm)
+        if len(self.chain) - 1 != n or k >= n:
+            return True  # the last value is not on the timeline: not this pattern
+        self._ensure_windows(D)
+        taus = []
+        for j in range(k, n + 1):
+            t = self._tau(D, j)
+            if t is None:
+                return True
+            taus.append(t)
+        tk, tn = taus[0], taus[-1]
+        if not tk or not tn:
+            return False
+        if tk & (tk - 1) or tn & (tn - 1):
+            return True  # start or end of the open stretch not known yet
+        a0, b0 = tk.bit_length() - 1, tn.bit_length() - 1  # as bit offsets from base
+        h, W = self.h, self.windows
+        win: dict[int, int] = {}
+        for j in range(k, n):
+            tj, tj1 = taus[j - k], taus[j + 1 - k]
+            wj = W[j]
+            for v in _bits(dm[j]):
+                hv = h[v]
+                if hv is None:
+                    continue
+                w = wj[v] & tj & (tj1 >> hv)
+                if w:
+                    win[v] = win.get(v, 0) | w
+        U = 0
+        for j in range(k, n):
+            U |= dm[j]
+        anchors = []
+        free = []
+        zero = False
+        for v in _bits(U):
+            w = win.get(v, 0)
+            if not w:
+                return False  # no position and start left for v
+            if h[v] == 0:
+                zero = True  # zero-length steps fill nothing: left out of the partition
+                if w & (w - 1) == 0:
+                    anchors.append((w.bit_length() - 1, 0, v))
+                continue
+            if w & (w - 1) == 0:
+                anchors.append((w.bit_length() - 1, h[v], v))
+            else:
+                free.append((v, w))
+        anchors.sort()
+        prev = None
+        if k > 0:
+            prev = dm[k - 1].bit_length() - 1
+        gaps = []  # (start offset, end offset, value before or None, value after or None)
+        cur, before = a0, prev
+        for s, hv, v in anchors:
+            if s < cur:
+                return False  # forced stays overlap (or start before the open stretch)
+            gaps.append((cur, s, before, v))
+            cur, before = s + hv, v
+        if cur > b0:
+            return False
+        gaps.append((cur, b0, before, None))
+        key = (tuple(gaps), tuple(free), zero)
+        memo = self._gap_memo
+        ans = memo.get(key)
+        if ans is None:
+            ans = self._gap_solve(gaps, free, zero, {}, True)
+            if len(memo) > 50_000:
+                memo.clear()
+            memo[key] = ans
+        if ans is False:
+            return False
+        if gaps[0][0] == gaps[0][1] and not zero and gaps[0][3] is not None:
+            ans = 1 << gaps[0][3]  # the first gap is empty: the next value is the anchor there
+        if ans == -1:
+            return True
+        keep = dm[k] & ans
+        if keep != dm[k]:
+            if not keep:
+                return False
+            dm[k] = keep
+        return True
+
+    def _gap_solve(self, gaps: list, free: list, zero: bool, fcache: dict, narrow: bool):
+        """False if no split exists; else a mask of the values that can open the first gap
+        (-1: no narrowing known). `fcache` keeps the short gaps' fillings between calls on the
+        same windows; with `narrow` false only feasibility is decided."""
+        h = self.h
+        ng = len(gaps)
+        gm_of: dict[int, int] = {}
+        for v, w in free:
+            hv = h[v]
+            gm = 0
+            for gi, (ga, gb, _, _) in enumerate(gaps):
+                if gb - ga >= hv:
+                    rng = ((1 << (gb - hv - ga + 1)) - 1) << ga
+                    if w & rng:
+                        gm |= 1 << gi
+            if not gm:
+                return False
+            gm_of[v] = gm
+        win = dict(free)
+        fmask = 0
+        for v, _ in free:
+            fmask |= 1 << v
+        # short gaps: fillings as paths (set of values -> mask of possible first values)
+        fills: dict[int, dict[int, int]] = {}
+        if self.succ is not None and not zero:
+            adj = self._adj_all()
+            for gi, (ga, gb, s, e) in enumerate(gaps):
+                if gb - ga > SHORT_GAP:
+                    continue
+                inside = 0
+                for v in _bits(fmask):
+                    if gm_of[v] >> gi & 1:
+                        inside |= 1 << v
+                ck = (ga, gb, s, e)
+                hit = fcache.get(ck)
+                if hit is not None and not inside & ~hit[0]:
+                    f = hit[1]
+                    if f is not None and inside != hit[0]:  # the same paths, less the ones through values gone
+                        f = {sm: fm for sm, fm in f.items() if not sm & ~inside}
+                else:
+                    # the paths depend on the values inside and their windows within the gap
+                    span = (1 << (gb - ga + 1)) - 1
+                    pk = (ga, gb, s, e, tuple((v, win[v] >> ga & span) for v in _bits(inside)))
+                    f = self._fill_memo.get(pk, 0)
+                    if f == 0:
+                        f = _fillings(adj, h, win, inside, ga, gb, s, e)
+                        if len(self._fill_memo) > 20_000:
+                            self._fill_memo.clear()
+                        self._fill_memo[pk] = f
+                    fcache[ck] = (inside, f)
+                if f is None:
+                    continue  # too many paths: treat the gap as long
+                if not f:
+                    return False
+                fills[gi] = f
+        short = sorted(fills, key=lambda g: (g != 0, len(fills[g])))
+        long_ = [g for g in range(ng) if g not in fills]
+        lmask = 0
+        for g in long_:
+            lmask |= 1 << g
+        lens = tuple(gaps[g][1] - gaps[g][0] for g in long_)
+        remap = {g: i for i, g in enumerate(long_)}
+        steps = [0]
+        leaf_memo: dict = {}
+
+        ltype: dict[int, tuple] = {}  # value -> (step, mask of long gaps it fits), None if none
+        for v in _bits(fmask):
+            gm = gm_of[v] & lmask
+            ltype[v] = (h[v], sum(1 << remap[g] for g in _bits(gm))) if gm else None
+
+        def leaf(used: int):
+            """The long gaps' split of the free values not in `used`: False, or True."""
+            r = leaf_memo.get(used)
+            if r is not None:
+                return r
+            types: dict = {}
+            for v in _bits(fmask & ~used):
+                t = ltype[v]
+                if t is None:
+                    leaf_memo[used] = False
+                    return False
+                types[t] = types.get(t, 0) + 1
+            tl = sorted(types)
+            if not lens:
+                r = not tl
+            else:
+                pkey = (lens, tuple((t, types[t]) for t in tl))
+                r = self._gap_memo.get(pkey)
+                if r is None:
+                    r = _partition(lens, tl, [types[t] for t in tl])  # True past its cap
+                    self._gap_memo[pkey] = r
+            leaf_memo[used] = r
+            return r
+
+        def tick() -> None:
+            steps[0] += 1
+            if steps[0] > COVER_STEPS:
+                raise _Cap
+
+        dead: set = set()
+
+        def exists(i: int, used: int) -> bool:
+            """Some choice of sets for short[i:] disjoint from `used` leaves a feasible split."""
+            tick()
+            if i == len(short):
+                return leaf(used)
+            if (i, used) in dead:
+                return False
+            for sm in fills[short[i]]:
+                if not sm & used and exists(i + 1, used | sm):
+                    return True
+            dead.add((i, used))
+            return False
+
+        empty0 = gaps[0][0] == gaps[0][1]
+        try:
+            if short and short[0] == 0:
+                allowed, found = 0, False
+                for sm, fm in fills[0].items():
+                    if found and not fm & ~allowed and not empty0:
+                        continue  # its first values are already known to be possible
+                    if exists(1, sm):
+                        found = True
+                        allowed |= fm
+                        if empty0:
+                            break
+                if not found:
+                    return False
+                return -1 if empty0 else allowed
+            # gap 0 is long
+            if not exists(0, 0):
+                return False
+        except _Cap:
+            return -1
+        if not narrow or zero or empty0:
+            return -1
+        # which values can open it: v first leaves [start + h(v), end) to fill from v
+        ga0, gb0, s0, e0 = gaps[0]
+        adj = self._adj_all() if self.succ is not None else None
+        allowed = 0
+        for v, w in free:
+            hv = h[v]
+            if not w >> ga0 & 1 or ga0 + hv > gb0 or (adj is not None and s0 is not None and not adj[s0] >> v & 1):
+                continue
+            sub_gaps = [(ga0 + hv, gb0, v, e0)] + gaps[1:]
+            sub_free = [(u, x) for u, x in free if u != v]
+            key = (tuple(sub_gaps), tuple(sub_free), zero)
+            r = self._gap_memo.get(key)
+            if r is None:
+                r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False)
+                self._gap_memo[key] = r
+            if r is not False:
+                allowed |= 1 << v
+        return allowed
+
+    def _adj_all(self) -> list[int]:
+        adj = self.adj
+        if adj is None:
+            nv = len(self.succ[0])
+            adj = [0] * nv
+            for s in self.succ:
+                for v in range(nv):
+                    adj[v] |= s[v]
+            self.adj = adj
+        return adj
+
+
+SHORT_GAP = 12  # gaps up to this long have their fillings enumerated as paths
+FILL_STEPS = 3_000  # path steps per gap; past it the gap counts as long
+COVER_STEPS = 20_000  # choices of short-gap sets per question; past it: no narrowing
+
+
+def _fillings(adj: list, h: list, win: dict, inside: int, ga: int, gb: int, s, e) -> Optional[dict]:
+    """{set of values: mask of first values} of the paths s -> v1 .. vm -> e through `inside`
+    whose steps tile [ga, gb) with each v_i starting inside its window; None past FILL_STEPS."""
+    out: dict[int, int] = {}
+    steps = [0]
+
+    def rec(cur, t: int, used: int, first: int) -> None:
+        steps[0] += 1
+        if steps[0] > FILL_STEPS:
+            raise _Cap
+        if t == gb:
+            if e is None or cur is None or adj[cur] >> e & 1:
+                out[used] = out.get(used, 0) | first
+            return
+        cand = inside & ~used
+        if cur is not None:
+            cand &= adj[cur]
+        for v in _bits(cand):
+            hv = h[v]
+            if t + hv <= gb and win[v] >> t & 1:
+                rec(v, t + hv, used | (1 << v), first or (1 << v))
+
+    try:
+        rec(s, ga, 0, 0)
+    except _Cap:
+        return None
+    return out
+
+
+PARTITION_STEPS = 20_000  # enumeration steps per gap-partition question; past it: no answer
+
+
+def _partition(lens: tuple, types: list, counts: list) -> bool:
+    """Can the items (types[i] = (step, gap mask), counts[i] of each) fill every gap exactly
+    (gap g's items' steps sum to lens[g], each item in a gap of its mask)? True also past the
+    step cap (unknown)."""
+    if sum(lens) != sum(hv * c for (hv, _), c in zip(types, counts)):
+        return False
+    order = sorted(range(len(lens)), key=lambda g: lens[g])  # tight gaps first: fail early
+    steps = [0]
+    memo: dict = {}
+    nt = len(types)
+
+    def fillings(g: int, cnt: tuple):
+        """Each way to fill gap g exactly from cnt: yields the counts left."""
+        bit = 1 << g
+        idx = [i for i in range(nt) if types[i][1] & bit and cnt[i]]
+        cap = [0] * (len(idx) + 1)  # steps the items idx[p:] can give at most
+        for p in range(len(idx) - 1, -1, -1):
+            cap[p] = cap[p + 1] + types[idx[p]][0] * cnt[idx[p]]
+        c = list(cnt)
+
+        def rec(p: int, r: int):
+            steps[0] += 1
+            if steps[0] > PARTITION_STEPS:
+                raise _Cap
+            if r == 0:
+                yield tuple(c)
+                return
+            if cap[p] < r:
+                return
+            i = idx[p]
+            hv = types[i][0]
+            for m in range(min(cnt[i], r // hv), -1, -1):
+                c[i] = cnt[i] - m
+                yield from rec(p + 1, r - m * hv)
+            c[i] = cnt[i]
+
+        yield from rec(0, lens[g])
+
+    def rest(pos: int, cnt: tuple) -> bool:
+        if pos == len(order):
+            return True
+        key = (pos, cnt)
+        r = memo.get(key)
+        if r is None:
+            r = any(rest(pos + 1, c2) for c2 in fillings(order[pos], cnt))
+            memo[key] = r
+        return r
+
+    try:
+        return rest(0, tuple(counts))
+    except _Cap:
+        return True
+
+
+class _Cap(Exception):
+    pass
 
 
 # -- recognition ----------------------------------------------------------------------------------

@@ -105,7 +105,8 @@ class _Search:
         self.p.stats.nodes += 1
         if self.nodes > self.budget.nodes:
             raise BudgetExceeded("search nodes", self.budget.nodes, self.nodes)
-        if (self.nodes & 255) == 0 and time.monotonic() > self.deadline:
+        # every node: nodes can cost milliseconds, and one question may run many short searches
+        if time.monotonic() > self.deadline:
             raise BudgetExceeded("seconds", self.budget.seconds, round(time.monotonic() - self.deadline + self.budget.seconds, 3))
 
     def propagate(self, D: list, changed: Optional[Iterable[int]] = None, ent: Optional[set] = None) -> bool:

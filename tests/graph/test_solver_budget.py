@@ -32,12 +32,24 @@ def _spy_clock(monkeypatch: pytest.MonkeyPatch, step: float) -> list[float]:
 def test_searches_of_one_question_share_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     cs = compile_spec(SPEC)
     root = cs.root()
-    deadlines = _spy_clock(monkeypatch, 0.3)
+    deadlines = _spy_clock(monkeypatch, 0.05)
     st = S.State(root.problem, root.D, root.witness, S.Budget(seconds=1.0))
     vid = cs.var_of["/a"] if "/a" in cs.var_of else next(v.id for v in cs.vars if v.name.endswith("a"))
     st.feasible_values(vid)
     assert len(deadlines) >= 5  # one search per candidate value (the witness's one included)
     assert max(deadlines) <= 1000.0 + 1.0 + 1e-9  # all inside the question's single second
+
+
+def test_many_short_searches_still_hit_the_question_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each search is a few nodes (under any node-count check interval), but together they pass
+    the question's second: the question raises instead of running on."""
+    cs = compile_spec(SPEC)
+    root = cs.root()
+    _spy_clock(monkeypatch, 0.3)
+    st = S.State(root.problem, root.D, root.witness, S.Budget(seconds=1.0))
+    vid = cs.var_of["/a"] if "/a" in cs.var_of else next(v.id for v in cs.vars if v.name.endswith("a"))
+    with pytest.raises(BudgetExceeded):
+        st.feasible_values(vid)
 
 
 def test_question_scope_is_released_after_a_budget_error(monkeypatch: pytest.MonkeyPatch) -> None:
