@@ -58,15 +58,21 @@ class Worker:
     def step(self, step_id: int, items: list) -> list:
         out = []
         for k, item in enumerate(items):
-            if self.cancelled is not None and self.cancelled[self.slot] >= step_id:
-                # the parent gave up on this step: its rows may already belong to other requests
-                err = ("StepTimeout", "the step was cancelled after its budget ran out", "")
-                for rid, *_ in items[k:]:
-                    self.matchers.pop(rid, None)
-                    self.failed[rid] = err
-                    out.append((rid, False, err))
+            if self._cancelled_step(step_id):
+                out += self._cancel_rest(items[k:])
                 break
             out.append(self.step_one(*item))
+        return out
+
+    def _cancel_rest(self, items: list) -> list:
+        """The parent gave up on this step: its rows may already belong to other requests, so the
+        rest of the step's requests fail without writing any."""
+        err = ("StepTimeout", "the step was cancelled after its budget ran out", "")
+        out = []
+        for rid, *_ in items:
+            self.matchers.pop(rid, None)
+            self.failed[rid] = err
+            out.append((rid, False, err))
         return out
 
     def add(self, rid: Any, doc: Any, prompt: Any = None) -> Optional[tuple]:
@@ -144,11 +150,7 @@ class Worker:
         out = []
         for k, (rid, row, d, tree, dt) in enumerate(todo):
             if self._cancelled_step(step_id):
-                err = ("StepTimeout", "the step was cancelled after its budget ran out", "")
-                for rid2, *_ in todo[k:]:
-                    self.matchers.pop(rid2, None)
-                    self.failed[rid2] = err
-                    out.append((rid2, False, err))
+                out += self._cancel_rest(todo[k:])
                 break
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
