@@ -18,7 +18,7 @@ from factorspec.errors import Unsatisfiable
 from factorspec.graph import compile_spec
 from factorspec.graph import sequence as Q
 from factorspec.graph.sequence import Sequence, _partition
-from tests.graph.test_sequence import _brute, _spec
+from tests.graph.test_sequence import _brute, _spec, check_against_brute_force
 
 
 # -- the partition check alone --------------------------------------------------------------------
@@ -79,25 +79,7 @@ def _check(inst, rnd, short_gap: int) -> None:
         Q.SHORT_GAP = old
 
 
-def _check_exact(inst, rnd) -> None:
-    cities, n, stays, flights, events, total = inst
-    sols = _brute(cities, n, stays, flights, events, total)
-    cs = compile_spec(_spec(cities, n, stays, flights, events, total))
-    assert any(isinstance(g, Sequence) for g in cs.problem.globals)
-    if not sols:
-        with pytest.raises(Unsatisfiable):
-            cs.root()
-        return
-    st_ = cs.root()
-    assert st_.count() == len(sols)
-    target = rnd.choice(sols)
-    for i in range(n):
-        v = cs.var_of[("itinerary", i, "city")]
-        got = sorted(v.values[k] for k in st_.feasible_values(v.id))
-        want = sorted({s[i] for s in sols if s[:i] == target[:i]})
-        assert got == want, (i, target)
-        st_ = st_.assign(v.id, v.values.index(target[i]))
-        assert st_ is not None
+_check_exact = check_against_brute_force
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
