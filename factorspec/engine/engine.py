@@ -190,11 +190,6 @@ class Engine:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
 
-    # ------------------------------------------------------------------ masks
-    @staticmethod
-    def _walk_masks(c: RequestConstraint, draft: DraftTree, bitmask: np.ndarray, row0: int) -> list[bool]:
-        return fill_tree_bitmask(c, draft, bitmask, row0)
-
     # ------------------------------------------------------------------ main loop
     def generate(self, requests: Sequence[Request], batch_size: int = 8, mode: str = "spec") -> list[Result]:
         """Generate for all requests (continuous batching, at most `batch_size` at once).
@@ -266,21 +261,26 @@ class Engine:
         if self.pool.words != self.words:
             raise ValueError(f"the mask worker pool's rows have {self.pool.words} words; the logits need {self.words}")
 
+    def _policy(self, st: RequestState) -> int | WidthPolicy:
+        return st.request.width if st.request.width is not None else self.width
+
+    def _cap(self, st: RequestState) -> int:
+        """The most draft nodes this request may send: the engine's cap and its token budget."""
+        return max(0, min(self.max_width, st.request.max_new_tokens - len(st.tokens) - 1))
+
     def _width(self, st: RequestState, batch: int) -> int:
-        w = st.request.width if st.request.width is not None else self.width
+        w = self._policy(st)
         w = w if isinstance(w, int) else w(st, batch)
-        remaining = st.request.max_new_tokens - len(st.tokens) - 1
-        return max(0, min(int(w), self.max_width, remaining))
+        return max(0, min(int(w), self._cap(st)))
 
     def _pool_width(self, st: RequestState, batch: int) -> tuple[int, tuple]:
         """(width, auto_width) for a pooled request: a policy that reads the constraint
         (CertainWidth) runs in the worker, capped here; others run here."""
         from factorspec.graph.width import CertainWidth
 
-        w = st.request.width if st.request.width is not None else self.width
-        remaining = st.request.max_new_tokens - len(st.tokens) - 1
+        w = self._policy(st)
         if isinstance(w, CertainWidth):
-            return max(0, min(w.cost.max_width, self.max_width, remaining)), w.params()
+            return min(w.cost.max_width, self._cap(st)), w.params()
         return self._width(st, batch), ()
 
     def _submit_pool(self, active: list[RequestState], mode: str) -> Any:
@@ -381,7 +381,7 @@ class Engine:
                 valid_nodes.append([True] * n)
                 continue
             try:
-                valid_nodes.append(self._walk_masks(c, d, bitmask, o))
+                valid_nodes.append(fill_tree_bitmask(c, d, bitmask, o))
             except Exception as e:
                 self._fail(st, e)
                 valid_nodes.append([False] * n)

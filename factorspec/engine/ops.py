@@ -261,7 +261,6 @@ class _Kernels:
     build_tree_verify_inputs: Callable = staticmethod(
         _kernels_or(build_tree_verify_inputs_kernels, build_tree_verify_inputs))
     verify_batch: Callable = staticmethod(_kernels_or(verify_batch_kernels, verify_batch_reference))
-    verify_tree_greedy: Callable = staticmethod(verify_tree_greedy)
 
 
 KERNELS = _Kernels()

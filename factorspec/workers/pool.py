@@ -312,14 +312,7 @@ class MaskWorkerPool:
         that failed (or whose worker died or overran the budget) comes back with `ok` False."""
         if not handle.two_phase:
             raise ValueError("collect_drafts needs a step with tree items; use collect")
-        budget = self.step_timeout if timeout is None else timeout
-        deadline = time.monotonic() + budget
-        while handle.pending_drafts:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._expire(handle, budget)
-                break
-            self._pump(left)
+        self._wait(handle, handle.pending_drafts, timeout)
         out = {}
         for rid in handle.order:
             r = handle.results.get(rid)
@@ -334,20 +327,25 @@ class MaskWorkerPool:
     def collect(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
         """Wait (at most `timeout`, default step_timeout) for the step; results per request, in
         submission order. Requests whose results are missing at the deadline get StepTimeout."""
-        budget = self.step_timeout if timeout is None else timeout
-        deadline = time.monotonic() + budget
-        while handle.pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._expire(handle, budget)
-                break
-            self._pump(left)
+        self._wait(handle, handle.pending, timeout)
         self._steps.pop(handle.id, None)
         for rid in handle.order:
             if rid not in handle.results:  # defensive: a reply that left a request out
                 self._fail_result(handle, rid, RequestFailed(rid, f"step {handle.id} returned no result for it"))
         handle.collected = time.perf_counter()
         return {rid: handle.results[rid] for rid in handle.order}
+
+    def _wait(self, handle: StepHandle, pending: dict, timeout: Optional[float]) -> None:
+        """Read replies until `pending` (a slot map of the handle) empties or the budget runs out,
+        in which case the step's outstanding slots are expired."""
+        budget = self.step_timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._expire(handle, budget)
+                break
+            self._pump(left)
 
     def step(self, items: Iterable[Any], timeout: Optional[float] = None) -> dict[Any, StepResult]:
         return self.collect(self.submit_step(items), timeout)

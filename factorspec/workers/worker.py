@@ -118,9 +118,7 @@ class Worker:
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             if m is None:
-                err = self.failed.get(rid) or ("RequestFailed", "unknown request (never added, or removed)", "")
-                self._zero(row)
-                out.append((rid, False, err))
+                out.append(self._unknown(rid, row))
                 continue
             try:
                 self._advance(m, tokens, rollback)
@@ -173,19 +171,12 @@ class Worker:
         t0 = time.perf_counter()
         m = self.matchers.get(rid)
         if m is None:
-            err = self.failed.get(rid) or ("RequestFailed", "unknown request (never added, or removed)", "")
-            self._zero(row)
-            return rid, False, err
+            return self._unknown(rid, row)
         try:
             self._advance(m, tokens, rollback)
-            mask = m.next_token_mask()
-            bm = self.bitmask
-            if bm is None:
+            if self.bitmask is None:
                 raise RuntimeError("worker has no shared bitmask block")
-            n = min(len(mask), bm.shape[1])
-            bm[row, :n] = mask[:n]
-            if n < bm.shape[1]:
-                bm[row, n:] = 0
+            m.fill_next_token_bitmask(self.bitmask, row)  # zeroes the row past the vocabulary
             term = m.is_terminated()
             if width > 0 and not term:
                 d = m.draft(width)
@@ -193,11 +184,14 @@ class Worker:
             else:
                 draft = ([], [], [])
         except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
-            self.matchers.pop(rid, None)
-            self.failed[rid] = encode_error(e)
-            self._zero(row)
-            return rid, False, self.failed[rid]
+            return self._fail(rid, e, row)
         return rid, True, (draft, term, time.perf_counter() - t0)
+
+    def _unknown(self, rid: Any, row: int) -> tuple:
+        """A request this worker does not hold: the error that ended it, or "unknown"."""
+        err = self.failed.get(rid) or ("RequestFailed", "unknown request (never added, or removed)", "")
+        self._zero(row)
+        return rid, False, err
 
     def _zero(self, row: int) -> None:
         if self.bitmask is not None and 0 <= row < self.bitmask.shape[0]:
