@@ -108,7 +108,7 @@ class KernelCounter:
         from factorspec.engine import ops
         import factorspec.kernels.bitmask as kb
 
-        for name in ("apply_bitmask", "masked_argmax", "build_tree_verify_inputs", "verify_tree_greedy"):
+        for name in ("apply_bitmask", "masked_argmax", "build_tree_verify_inputs", "verify_batch"):
             fn = getattr(ops.KERNELS, name)
             ops.use_kernels(**{name: self._wrap(f"engine.{name} -> {fn.__module__}.{fn.__name__}", fn)})
         kb.apply_bitmask_torch = self._wrap("kernels.apply_bitmask: torch", kb.apply_bitmask_torch)
