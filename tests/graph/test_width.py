@@ -1,7 +1,7 @@
 """Per-request verify width from the cost model."""
 from types import SimpleNamespace
 
-from factorspec.graph.width import CertainWidth, CostModel
+from factorspec.draft.width import CertainWidth, CostModel
 
 
 def _state(run: int):

@@ -121,11 +121,10 @@ class FactorSpecProposer:
             tr.dead = True
             return tr
         from factorspec.graph.matcher import Matcher
-        from factorspec.graph.textstate import TextMachine
 
         try:
             stops = getattr(sp, "all_stop_token_ids", None)
-            m = Matcher(TextMachine(compile_checked(schema_of(js))), with_stops(self.vocab(), stops))
+            m = Matcher.for_spec(compile_checked(schema_of(js)), with_stops(self.vocab(), stops))
         except Exception:  # noqa: BLE001 - the frontend rejects bad specs; never fail the step
             m = None
         tr = _Track(m, key)
