@@ -95,7 +95,8 @@ def default_data() -> str:
 
 # ---------------------------------------------------------------- which kernels ran
 class KernelCounter:
-    """Counts the calls of the engine's swap points (`factorspec.engine.ops.KERNELS`) by the
+    """Counts the calls of the engine's kernel calls (`factorspec.engine.engine`'s masked_argmax,
+    tree_batch and verify_batch, which call factorspec.kernels) by the
     implementation behind them, and which side of `factorspec.kernels.apply_bitmask` ran."""
 
     def __init__(self) -> None:
@@ -105,12 +106,12 @@ class KernelCounter:
     def install(self) -> None:
         if self._installed:
             return
-        from factorspec.engine import ops
+        from factorspec.engine import engine as eng
         import factorspec.kernels.bitmask as kb
 
-        for name in ("apply_bitmask", "masked_argmax", "build_tree_verify_inputs", "verify_batch"):
-            fn = getattr(ops.KERNELS, name)
-            ops.use_kernels(**{name: self._wrap(f"engine.{name} -> {fn.__module__}.{fn.__name__}", fn)})
+        for name in ("masked_argmax", "tree_batch", "verify_batch"):
+            fn = getattr(eng, name)
+            setattr(eng, name, self._wrap(f"engine.{name} -> {fn.__module__}.{fn.__name__}", fn))
         kb.apply_bitmask_torch = self._wrap("kernels.apply_bitmask: torch", kb.apply_bitmask_torch)
         try:  # the dispatcher imports this function from its module at each call
             import factorspec.kernels.bitmask_triton as kt
@@ -258,7 +259,7 @@ def run_all(args: argparse.Namespace) -> tuple[dict, int]:
             s = summarize(base, rows, wall)
             calls = counter.take()
             # one build_tree_verify_inputs call per engine step (one verify forward, whole batch)
-            steps = sum(v for k, v in calls.items() if k.startswith("engine.build_tree_verify_inputs"))
+            steps = sum(v for k, v in calls.items() if k.startswith("engine.tree_batch"))
             s.update(name=c, batch=batch, kernel_calls=calls, finish_reasons=_finish_reasons(rows),
                      odd_finishes=_odd_finishes(rows),
                      tokens_per_record=sum(r["tokens"] for r in rows) / max(1, len(rows)),

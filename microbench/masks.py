@@ -179,7 +179,7 @@ def run(per_family: int, budget_s: float = 60.0) -> dict:
     from factorspec.graph import compile_spec
     from factorspec.graph.textstate import TextMachine
     from factorspec.models import load_tokenizer
-    from factorspec.models.vocab import vocab_for
+    from factorspec.models.hf_vocab import vocab_for
 
     tok = load_tokenizer(TOKENIZER)
     v = vocab_for(tok)

@@ -1,13 +1,13 @@
-"""Decoding engines. `interface` is the engine/constraint contract; `engine.Engine` is the
-reference transformers loop (greedy, tree-verified drafts, continuous batching).
+"""Decoding engines. `engine.Engine` is the reference transformers loop (greedy, tree-verified
+drafts, continuous batching); the engine/constraint contract is `factorspec.constraint`
+(re-exported here).
 
-The engine loop imports torch; it is loaded lazily so that the core (and CPU mask workers) can
-use `factorspec.engine.interface` without importing torch."""
+The engine loop imports torch; it is loaded lazily so that `import factorspec.engine` stays cheap."""
 from __future__ import annotations
 
 from typing import Any
 
-from factorspec.engine.interface import DraftTree, RequestConstraint
+from factorspec.constraint import DraftTree, RequestConstraint
 
 _LAZY = ("Engine", "Request", "RequestState", "RequestStats", "Result", "adaptive_width", "fixed_width")
 

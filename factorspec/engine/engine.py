@@ -27,11 +27,87 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from factorspec.engine.interface import DraftTree, RequestConstraint, fill_tree_bitmask, truncate_draft
+from factorspec import kernels
+from factorspec.constraint import DraftTree, RequestConstraint, fill_tree_bitmask, truncate_draft
 from factorspec.engine.kvstore import KVStore
-from factorspec.engine.ops import KERNELS, bitmask_words
 
 MODES = ("spec", "chain", "greedy")
+
+
+@dataclass
+class TreeBatch:
+    """Inputs of one verify forward over B requests (each: root + its draft nodes): the padded
+    [B, N] rows transformers takes (a dense 4D mask) and the flat layout of factorspec.kernels."""
+
+    input_ids: torch.Tensor  # [B, N] long (padding: 0)
+    position_ids: torch.Tensor  # [B, N] long
+    attn: torch.Tensor  # [B, 1, N, L + N] bool, True = may attend
+    depth: torch.Tensor  # [B, N] long (padding: -1)
+    n_nodes: list[int]  # real nodes per row (root included)
+    flat_tokens: torch.Tensor  # [T] per request root then draft nodes
+    flat_parents: torch.Tensor  # [T] local parents
+    cu_nodes: torch.Tensor  # [B + 1]
+
+
+def tree_batch(roots: Sequence[int], drafts: Sequence[tuple[Sequence[int], Sequence[int]]],
+               prefix_lens: Sequence[int], cache_len: int, device: torch.device | str = "cpu") -> TreeBatch:
+    """Tree-attention inputs for a batch, through factorspec.kernels: kernel 3 flattens the ragged
+    drafts (verify tokens, local parents, offsets), kernel 2 gives positions and the q-length-only
+    tree mask; the rows are then laid out in the padded [B, N] form.
+
+    Row b has node 0 = root (its last committed token, not yet in the KV cache) and nodes 1..n =
+    draft tokens `drafts[b][0]` with parents `drafts[b][1]` (-1 = root, else an earlier index).
+    Row b's committed KV occupies cache slots [0, prefix_lens[b]) of a cache of length
+    `cache_len`; node i attends to its row's prefix and its ancestors (and itself) among the new
+    slots; padding nodes attend to themselves only. Position ids are prefix_len + depth."""
+    B = len(roots)
+    n_nodes = [1 + len(d[0]) for d in drafts]
+    N = max(n_nodes)
+    db = kernels.assemble_drafts_from_lists(roots, [[] for _ in range(B)],
+                                            [(list(d[0]), list(d[1])) for d in drafts], device=device)
+    prefix_t = torch.tensor(list(prefix_lens), dtype=torch.int64, device=device)
+    sq = sum(n * n for n in n_nodes)
+    tv = kernels.build_tree_verify_inputs(db.parents, db.cu_nodes, prefix_t, build_full_mask=False, sizes=(N, 0, sq))
+    node_b = torch.repeat_interleave(torch.arange(B, device=device), torch.tensor(n_nodes, device=device))
+    node_j = torch.arange(int(sum(n_nodes)), device=device) - db.cu_nodes[:-1].repeat_interleave(
+        torch.tensor(n_nodes, device=device))
+    ids = torch.zeros(B, N, dtype=torch.long, device=device)
+    ids[node_b, node_j] = db.tokens
+    pos = prefix_t.unsqueeze(1).expand(B, N).clone()
+    pos[node_b, node_j] = tv.positions
+    depth = torch.full((B, N), -1, dtype=torch.long, device=device)
+    depth[node_b, node_j] = tv.positions - prefix_t[node_b]
+    anc = torch.eye(N, dtype=torch.bool, device=device).repeat(B, 1, 1)  # padding: itself only
+    off = 0
+    for b, n in enumerate(n_nodes):
+        anc[b, :n, :n] = tv.tree_mask_qlen[off : off + n * n].view(n, n)
+        off += n * n
+    prefix = torch.arange(cache_len, device=device).unsqueeze(0) < prefix_t.unsqueeze(1)  # [B, L]
+    real = depth >= 0
+    attn = torch.cat([(prefix.unsqueeze(1) & real.unsqueeze(-1)), anc], dim=2).unsqueeze(1)
+    return TreeBatch(input_ids=ids, position_ids=pos, attn=attn, depth=depth, n_nodes=n_nodes,
+                     flat_tokens=db.tokens, flat_parents=db.parents, cu_nodes=db.cu_nodes)
+
+
+def verify_batch(pred: torch.Tensor, tb: TreeBatch) -> list[tuple[list[int], int]]:
+    """Greedy verification of every request through kernel 4 (one launch on CUDA): (accepted
+    draft node indices, bonus token) each; `pred` is the masked argmax of every verify row in the
+    flat order (request by request)."""
+    r = kernels.verify_tree_greedy(tb.flat_tokens, pred.to(device=tb.flat_tokens.device, dtype=tb.flat_tokens.dtype),
+                                   tb.flat_parents, tb.cu_nodes, max_nodes=max(tb.n_nodes))
+    acc_idx, acc_len, bonus = r.accept_index.tolist(), r.accept_length.tolist(), r.bonus_token.tolist()
+    cu = tb.cu_nodes.tolist()
+    return [([acc_idx[b][i] - cu[b] - 1 for i in range(1, acc_len[b] + 1)], int(bonus[b]))
+            for b in range(len(tb.n_nodes))]
+
+
+def masked_argmax(logits: torch.Tensor, bitmask: torch.Tensor, row_map: torch.Tensor | None) -> torch.Tensor:
+    """Mask rows `row_map` (all rows if None) of `logits` in place with `bitmask`; return the
+    argmax of every row (ties -> lowest index): factorspec.kernels.apply_bitmask's fused pass."""
+    if not bitmask.shape[0]:
+        return logits.argmax(dim=-1)
+    return kernels.apply_bitmask(logits, bitmask, row_map, return_argmax=True)
+
 
 
 @dataclass
@@ -143,7 +219,7 @@ class Engine:
         self.max_width = max_width
         self.lm_head = model.get_output_embeddings()
         self.vocab_size = vocab_size or int(self.lm_head.weight.shape[0])
-        self.words = bitmask_words(self.vocab_size)
+        self.words = (self.vocab_size + 31) // 32  # int32 bitmask words a row (xgrammar's layout)
         self.decoder = getattr(model, model.base_model_prefix, None) or model.model
         cfg = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") else model.config
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
@@ -273,15 +349,15 @@ class Engine:
         w = w if isinstance(w, int) else w(st, batch)
         return max(0, min(int(w), self._cap(st)))
 
-    def _pool_width(self, st: RequestState, batch: int) -> tuple[int, tuple]:
-        """(width, auto_width) for a pooled request: a policy that reads the constraint
-        (CertainWidth) runs in the worker, capped here; others run here."""
-        from factorspec.graph.width import CertainWidth
-
+    def _pool_width(self, st: RequestState, batch: int) -> tuple[int, Any]:
+        """(width, policy the worker applies) for a pooled request: a policy that reads the
+        constraint says so through `for_worker(cap)` and runs in the worker, capped here; others
+        run here."""
         w = self._policy(st)
-        if isinstance(w, CertainWidth):
-            return min(w.cost.max_width, self._cap(st)), w.params()
-        return self._width(st, batch), ()
+        remote = getattr(w, "for_worker", None)
+        if remote is not None:
+            return remote(self._cap(st))
+        return self._width(st, batch), None
 
     def _submit_pool(self, active: list[RequestState], mode: str) -> Any:
         from factorspec.workers.protocol import StepItem
@@ -291,9 +367,9 @@ class Engine:
         for b, st in enumerate(active):
             if st.rid is None or st.finish_reason is not None:
                 continue
-            w, auto = self._pool_width(st, B) if mode != "greedy" else (0, ())
+            w, policy = self._pool_width(st, B) if mode != "greedy" else (0, None)
             items.append(StepItem(st.rid, tuple(st.unsent), row=b * R, draft_width=w, tree=True,
-                                  chain=(mode == "chain"), auto_width=auto))
+                                  chain=(mode == "chain"), width_policy=policy))
             st.unsent = []
         return self.pool.submit_step(items) if items else None
 
@@ -332,7 +408,7 @@ class Engine:
         t1 = time.perf_counter()
         self.timings["drafts"] += t1 - t0
         L = kv.length
-        tb = KERNELS.build_tree_verify_inputs(
+        tb = tree_batch(
             [st.root for st in active], [(d.tokens, d.parents) for d in drafts], kv.lens, L, self.device
         )
         N = tb.input_ids.shape[1]
@@ -390,7 +466,7 @@ class Engine:
         self.timings["masks"] += t3 - t2
         pred_t, dead_t = self._masked_predict(h_rows, bitmask, constrained_rows)
         pred, dead = pred_t.tolist(), dead_t.tolist()
-        verified = KERNELS.verify_batch(pred_t, tb, [(d.tokens, d.parents) for d in drafts])
+        verified = verify_batch(pred_t, tb)
         keep: list[list[int]] = []
         for b, (st, d) in enumerate(zip(active, drafts)):
             o = int(offsets[b])
@@ -468,7 +544,7 @@ class Engine:
             else:
                 bm = torch.from_numpy(bitmask[need] if len(local) else bitmask[:0]).to(logits.device)
                 row_map = None
-            p = KERNELS.masked_argmax(logits, bm, row_map)
+            p = masked_argmax(logits, bm, row_map)
             d = torch.isneginf(logits.gather(1, p.view(-1, 1)).view(-1))
             pred[need] = p.cpu()
             dead[need] = d.cpu()

@@ -16,14 +16,16 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from factorspec.engine.interface import DraftTree
+from factorspec.constraint import DraftTree
+from factorspec.draft.certain import TreeDrafter, certain_run
 from factorspec.graph.spec import CompiledSpec
 from factorspec.graph.textstate import TextMachine
-from factorspec.graph.vocab import TOKEN_END, TokenVocab
+from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
 
 
 class Matcher:
-    """Implements `factorspec.engine.interface.RequestConstraint` for one request."""
+    """Implements `factorspec.constraint.RequestConstraint` for one request: masks, accept and
+    rollback. Drafting (`draft`, `certain_run`) is `factorspec.draft`'s, over this state."""
 
     def __init__(self, machine: TextMachine, vocab: TokenVocab) -> None:
         self.m = machine
@@ -35,12 +37,31 @@ class Matcher:
         self.tokens: list[int] = []  # accepted tokens (for prompt-lookup drafting)
         self.prompt: list[int] = []
         self._history: list[tuple] = []
-        self._run_cache: Optional[tuple] = None  # (configs, plan, terminated, cap, run)
+        self.run_memo: Optional[tuple] = None  # (configs, plan, terminated, cap, run): draft.certain_run's
         self._mask: Optional[np.ndarray] = None
 
     @classmethod
     def for_spec(cls, spec: CompiledSpec, vocab: TokenVocab) -> "Matcher":
-        return cls(TextMachine(spec), vocab)
+        """A matcher over the spec's shared `TextMachine` (built once per spec by
+        `factorspec.graph.compiler`, not per request)."""
+        from factorspec.graph.compiler import machine_of
+
+        return cls(machine_of(spec), vocab)
+
+    def clone(self) -> "Matcher":
+        """An independent matcher at the same state: shares the immutable parts (machine, vocab,
+        frozenset configs, plan tuples, cached mask arrays) and copies every mutable container, so
+        drafting ahead on the clone (e.g. on another thread) never touches this one."""
+        c = Matcher.__new__(Matcher)
+        c.m, c.vocab = self.m, self.vocab
+        c.configs, c.plan, c.terminated = self.configs, self.plan, self.terminated
+        c.text = bytearray(self.text)
+        c.tokens = list(self.tokens)
+        c.prompt = list(self.prompt)
+        c._history = list(self._history)
+        c.run_memo = self.run_memo
+        c._mask = self._mask
+        return c
 
     # -- state ------------------------------------------------------------------------------------
     def _snapshot(self) -> tuple:
@@ -55,7 +76,9 @@ class Matcher:
         """Prompt tokens, used to draft free text by prompt lookup (n-gram)."""
         self.prompt = [int(t) for t in prompt_ids]
 
-    def _plan_here(self) -> tuple:
+    def forced_tokens(self) -> tuple:
+        """The tokens the constraints force from here (the canonical tokenization of the forced
+        text, its last token left to the boundary unless the record ends); memoised in `plan`."""
         if self.plan is not None:
             return self.plan
         forced, _after, complete = self.m.forced_text(self.configs)
@@ -74,7 +97,7 @@ class Matcher:
     def accept_token(self, token: int) -> bool:
         if self.terminated:
             return False
-        plan = self._plan_here()
+        plan = self.forced_tokens()
         snap = self._snapshot()
         if token in self.vocab.stop_ids:
             if plan or not self.m.is_final(self.configs):
@@ -135,7 +158,7 @@ class Matcher:
         if self.terminated:
             mask = v.mask_from_ids(v.stop_ids)
         else:
-            plan = self._plan_here()
+            plan = self.forced_tokens()
             if plan:
                 mask = v.mask_from_ids([plan[0]])
             else:
@@ -144,7 +167,7 @@ class Matcher:
         return mask
 
     def allowed_tokens(self) -> np.ndarray:
-        from factorspec.graph.vocab import unpack_mask
+        from factorspec.graph.token_vocab import unpack_mask
         return unpack_mask(self.next_token_mask(), self.vocab.vocab_size)
 
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
@@ -204,7 +227,7 @@ class Matcher:
         """Allowed tokens (stop token included) that write exactly `target` from here to the end
         of the record, longest tokens first; None if no such path. On success the matcher is left
         at the end of the path (teacher forcing, benchmarks, reachability checks)."""
-        from factorspec.graph.vocab import TOKEN_END
+        from factorspec.graph.token_vocab import TOKEN_END
 
         start = len(self._history)
         # explicit stack of (candidate tokens, next index): no recursion limit on long records
@@ -236,111 +259,13 @@ class Matcher:
             frame[1] += 1
             self.accept_token(tok)
 
-    # -- drafts -----------------------------------------------------------------------------------
+    # -- drafts (factorspec.draft) ----------------------------------------------------------------
     def certain_run(self, max_tokens: int) -> list[int]:
-        """Tokens that are the only allowed choice, one after another, from here (not applied).
-
-        Memoised for the current state: an engine asks once for its width policy and again when
-        it drafts, and that second walk must not cost the first one again."""
-        if not self.terminated:
-            self._plan_here()
-        c = self._run_cache
-        if c is not None and c[0] is self.configs and c[1] == self.plan and c[2] == self.terminated \
-                and (max_tokens <= c[3] or len(c[4]) < c[3]):
-            return c[4][:max_tokens]
-        state = (self.configs, self.plan, self.terminated)
-        out: list[int] = []
-        while len(out) < max_tokens and not self.terminated:
-            plan = self._plan_here()
-            if plan:
-                t = plan[0]
-            else:
-                ids = self.allowed_tokens()
-                if len(ids) != 1:
-                    break
-                t = int(ids[0])
-            if not self.accept_token(t):
-                break
-            out.append(t)
-        self.rollback(len(out))
-        self._run_cache = (*state, max_tokens, out)
-        return list(out)
+        """Tokens that are the only allowed choice, one after another, from here (not applied);
+        see `factorspec.draft.certain_run`."""
+        return certain_run(self, max_tokens)
 
     def draft(self, max_tokens: int, max_branches: int = 4) -> DraftTree:
-        """The certain run, then (budget permitting) one branch per value where few remain."""
-        chain = self.certain_run(max_tokens)
-        tree = DraftTree(list(chain), list(range(-1, len(chain) - 1)), [True] * len(chain))
-        budget = max_tokens - len(chain)
-        if budget < 2:
-            return tree
-        for t in chain:
-            self.accept_token(t)
-        try:
-            if self.terminated or self.plan:
-                return tree
-            ids = [int(i) for i in self.allowed_tokens() if int(i) not in self.vocab.stop_ids]
-            if len(ids) > max_branches:
-                self._draft_lookup(tree, budget)
-                return tree
-            if len(ids) < 2:
-                return tree
-            ids = self._rank(ids)
-            parent = len(chain) - 1
-            per = max(1, budget // len(ids))
-            for t in ids:
-                if budget <= 0:
-                    break
-                if not self.accept_token(t):
-                    continue
-                tree.tokens.append(t)
-                tree.parents.append(parent)
-                tree.certain.append(False)
-                node = len(tree.tokens) - 1
-                budget -= 1
-                sub = self.certain_run(min(per - 1, budget))
-                prev = node
-                for s in sub:
-                    tree.tokens.append(s)
-                    tree.parents.append(prev)
-                    tree.certain.append(True)
-                    prev = len(tree.tokens) - 1
-                budget -= len(sub)
-                self.rollback(1)
-        finally:
-            self.rollback(len(chain))
-        return tree
-
-    def _draft_lookup(self, tree: DraftTree, budget: int, max_n: int = 3) -> None:
-        """Free choices (e.g. free text): propose what followed the latest n-gram earlier in the
-        prompt or output, cut at the first token the mask rejects."""
-        ctx = self.prompt + self.tokens
-        prop: list[int] = []
-        for n in range(max_n, 0, -1):
-            if len(ctx) <= n:
-                continue
-            tail = ctx[-n:]
-            for start in range(len(ctx) - n - 1, -1, -1):
-                if ctx[start:start + n] == tail:
-                    prop = ctx[start + n:start + n + budget]
-                    break
-            if prop:
-                break
-        parent, done = len(tree.tokens) - 1, 0
-        for t in prop:
-            if not self.accept_token(t):
-                break
-            tree.tokens.append(t)
-            tree.parents.append(parent)
-            tree.certain.append(False)
-            parent = len(tree.tokens) - 1
-            done += 1
-        self.rollback(done)
-
-    def _rank(self, ids: list[int]) -> list[int]:
-        """Cheap prior: the token that continues the solver's witness record first."""
-        w = self.m.witness_text(self.configs) or b""
-        n = len(self.text)
-        def score(t: int) -> int:
-            b = self.vocab.token_bytes[t]
-            return 0 if w[n:n + len(b)] == b else 1
-        return sorted(ids, key=score)
+        """The certain run, then (budget permitting) one branch per value where few remain; see
+        `factorspec.draft.TreeDrafter`."""
+        return TreeDrafter(max_branches).draft(self, max_tokens)

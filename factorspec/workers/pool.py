@@ -41,11 +41,11 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from factorspec.constraint import DraftTree
 from factorspec.errors import FactorSpecError
-from factorspec.workers import _core
 from factorspec.workers.protocol import (RequestFailed, StepItem, StepResult, StepTimeout, WorkerCrashed,
                                          decode_error)
-from factorspec.workers.vocabs import as_vocab_factory
+from factorspec.workers.vocab_recipes import as_vocab_factory
 
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
 _PIPE_WANT = 1 << 20
@@ -162,7 +162,6 @@ class MaskWorkerPool:
         self.restarts = 0
         self._factory = as_vocab_factory(vocab_factory)
         self._ctx = mp_context or _default_context()
-        self._DraftTree = _core.draft_tree_class()
         self._closed = False
         self._assign: dict[Any, _Slot] = {}
         self._failed: dict[Any, RequestFailed] = {}
@@ -266,8 +265,9 @@ class MaskWorkerPool:
                 self._send(slot, "remove", rid)
 
     def submit_step(self, items: Iterable[Any]) -> StepHandle:
-        """Start a step; returns at once. Each item is a `StepItem` or a tuple
-        (rid, accepted_tokens_since_last_step, row, draft_width[, rollback, tree, chain, auto_width]).
+        """Start a step; returns at once. Each item is a `StepItem` (or a dict of its fields, or a
+        tuple in its field order: rid, accepted_tokens_since_last_step, row, draft_width, ...); the
+        workers receive the normalised `StepItem`s themselves.
         A step with any `tree` item is two-phase: `collect_drafts` returns once the drafts are
         made, `collect` once the rows of every draft node are written."""
         self._check_open()
@@ -291,18 +291,15 @@ class MaskWorkerPool:
                 err = self._failed.get(it.rid) or RequestFailed(it.rid, "unknown request (never added, or removed)")
                 self._fail_result(h, it.rid, err)
                 continue
-            tokens = tuple(int(t) for t in it.tokens)
-            h.two_phase = h.two_phase or bool(it.tree)
-            by_slot.setdefault(slot.index, []).append(
-                (it.rid, tokens, row, int(it.draft_width), int(it.rollback), bool(it.tree), bool(it.chain),
-                 tuple(it.auto_width), tuple(int(t) for t in it.given)))
+            h.two_phase = h.two_phase or it.tree
+            by_slot.setdefault(slot.index, []).append(it)
         self._steps[h.id] = h
         for idx, lst in by_slot.items():
             slot = self._slots[idx]
             h.pending[idx] = slot.generation
             if h.two_phase:
                 h.pending_drafts[idx] = slot.generation
-            h.slot_rids[idx] = [x[0] for x in lst]
+            h.slot_rids[idx] = [x.rid for x in lst]
             self._send(slot, "step", h.id, lst, h.two_phase)
         return h
 
@@ -495,12 +492,12 @@ class MaskWorkerPool:
             if h is None or h.pending_drafts.get(s.index) != s.generation:
                 return
             del h.pending_drafts[s.index]
-            DT = self._DraftTree
             for rid, ok, payload in out:
                 row = h.rows[rid]
                 if ok:
-                    (toks, parents, certain), term, dt = payload
-                    h.drafts[rid] = StepResult(rid, row, True, DT(toks, parents, certain), term, None, dt)
+                    draft, term, dt = payload
+                    h.drafts[rid] = StepResult(rid, row, True, draft if draft is not None else DraftTree(), term,
+                                               None, dt)
                 else:
                     err = decode_error(rid, payload)
                     self._forget(rid, err)
@@ -516,7 +513,6 @@ class MaskWorkerPool:
             h.worker_s[s.index] = w_end - w_begin
             h.spans[s.index] = (w_begin, w_end, t_read)
             h.pending_drafts.pop(s.index, None)
-            DT = self._DraftTree
             for rid, ok, payload in out:
                 row = h.rows[rid]
                 if ok and h.two_phase:
@@ -529,8 +525,8 @@ class MaskWorkerPool:
                         continue
                     h.results[rid] = StepResult(rid, row, True, d.draft, d.terminated, None, dt, list(valid))
                 elif ok:
-                    (toks, parents, certain), term, dt = payload
-                    h.results[rid] = StepResult(rid, row, True, DT(toks, parents, certain), term, None, dt)
+                    draft, term, dt = payload
+                    h.results[rid] = StepResult(rid, row, True, draft, term, None, dt)
                 else:
                     err = decode_error(rid, payload)
                     self._forget(rid, err)

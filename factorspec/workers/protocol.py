@@ -1,12 +1,12 @@
 """What the pool and its workers exchange, and the errors a request can end with.
 
-Messages are plain tuples (pickled once by the sender):
+Messages are tuples (pickled once by the sender); a step's items are the `StepItem` dataclasses
+themselves and a draft travels as the contract's `DraftTree`:
 
 parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
                    ("add", seq, rid, spec_doc, prompt_ids)
                    ("remove", seq, rid)
-                   ("step", seq, step_id, [(rid, tokens, row, draft_width, rollback, tree, chain,
-                                            auto_width, given), ...], two_phase)
+                   ("step", seq, step_id, [StepItem, ...], two_phase)
                    ("close", seq)
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
@@ -14,6 +14,8 @@ worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("added", seq, rid, error | None, compile_s)
                    ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
                    ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end))
+payloads: drafts (DraftTree | None, terminated, seconds); tree-step rows (valid, seconds);
+one-phase step (DraftTree, terminated, seconds); a failure: the error triple.
 
 A two-phase step (any item with `tree`) answers twice: "drafts" as soon as every request's
 tokens are applied and its draft is made (the engine needs the drafts to build its forward), then
@@ -29,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from factorspec.constraint import DraftTree
 from factorspec.errors import FactorSpecError
 
 
@@ -78,11 +81,11 @@ class StepItem:
     the next position into row `row` of the shared block and drafts up to `draft_width` tokens.
 
     With `tree`, the worker also writes the row of every draft node k into row `row + k + 1`
-    (the rows an engine applies when it verifies the draft; see `interface.fill_tree_bitmask`)
+    (the rows an engine applies when it verifies the draft; see `constraint.fill_tree_bitmask`)
     and reports per row whether the path is accepted (`StepResult.valid`). `chain` keeps only the
-    draft's first-child chain. `auto_width` = (base, per_token, tree_allowance) lets the worker
-    choose the width itself (`graph.width.CertainWidth`, capped at `draft_width`), since only it
-    holds the request's matcher. `given` (with `tree`): verify these tokens as a chain instead of
+    draft's first-child chain. `width_policy` (a picklable policy with `worker_width(constraint,
+    cap)`, e.g. `draft.CertainWidth`) lets the worker choose the width itself, capped at
+    `draft_width`, since only it holds the request's matcher. `given` (with `tree`): verify these tokens as a chain instead of
     drafting (an engine whose drafts come from elsewhere, e.g. vLLM's proposer, still gets the
     rows of every draft position from one step)."""
 
@@ -93,16 +96,16 @@ class StepItem:
     rollback: int = 0
     tree: bool = False
     chain: bool = False
-    auto_width: tuple = ()
+    width_policy: Any = None
     given: tuple = ()
 
     @classmethod
     def of(cls, x: Any) -> "StepItem":
-        if isinstance(x, StepItem):
-            return x
-        if isinstance(x, dict):
-            return cls(**x)
-        return cls(*x)
+        """A normalised item (plain ints and tuples, as sent to a worker) from a `StepItem`, a
+        dict of its fields or a tuple in field order."""
+        it = x if isinstance(x, StepItem) else cls(**x) if isinstance(x, dict) else cls(*x)
+        return cls(it.rid, tuple(int(t) for t in it.tokens), int(it.row), int(it.draft_width), int(it.rollback),
+                   bool(it.tree), bool(it.chain), it.width_policy, tuple(int(t) for t in it.given))
 
 
 @dataclass
@@ -117,7 +120,7 @@ class StepResult:
     rid: Any
     row: int
     ok: bool
-    draft: Any = None  # factorspec.engine.interface.DraftTree
+    draft: Optional[DraftTree] = None
     terminated: bool = False
     error: Optional[RequestFailed] = None
     compute_s: float = 0.0  # worker time spent on this request in this step

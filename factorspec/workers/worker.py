@@ -10,14 +10,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from factorspec.workers import _core
-from factorspec.workers.protocol import encode_error
-
-Matcher = _core.matcher_class()
-_iface = _core.interface()
-
-from factorspec.graph.spec import compile_spec  # noqa: E402  (after the torch-free interface)
-from factorspec.graph.width import CertainWidth  # noqa: E402
+from factorspec.constraint import DraftTree, fill_tree_bitmask, truncate_draft
+from factorspec.graph.compiler import SpecCompiler
+from factorspec.graph.matcher import Matcher
+from factorspec.workers.protocol import StepItem, encode_error
 
 
 class TokenRejected(Exception):
@@ -40,7 +36,8 @@ def _attach(name: str) -> Any:
 class Worker:
     def __init__(self, vocab: Any) -> None:
         self.vocab = vocab
-        self.matchers: dict[Any, Any] = {}
+        self.compiler = SpecCompiler()  # requests of one spec share its compiled machine
+        self.matchers: dict[Any, Matcher] = {}
         self.failed: dict[Any, tuple] = {}
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
@@ -55,21 +52,21 @@ class Worker:
         self.cancelled = np.ndarray((n_slots,), dtype=np.int64, buffer=self.shm.buf, offset=ctrl_offset)
         self.slot = slot
 
-    def step(self, step_id: int, items: list) -> list:
+    def step(self, step_id: int, items: list[StepItem]) -> list:
         out = []
         for k, item in enumerate(items):
             if self._cancelled_step(step_id):
-                out += self._cancel_rest(items[k:])
+                out += self._cancel_rest([it.rid for it in items[k:]])
                 break
-            out.append(self.step_one(*item))
+            out.append(self.step_one(item))
         return out
 
-    def _cancel_rest(self, items: list) -> list:
+    def _cancel_rest(self, rids: list) -> list:
         """The parent gave up on this step: its rows may already belong to other requests, so the
         rest of the step's requests fail without writing any."""
         err = ("StepTimeout", "the step was cancelled after its budget ran out", "")
         out = []
-        for rid, *_ in items:
+        for rid in rids:
             self.matchers.pop(rid, None)
             self.failed[rid] = err
             out.append((rid, False, err))
@@ -78,7 +75,7 @@ class Worker:
     def add(self, rid: Any, doc: Any, prompt: Any = None) -> Optional[tuple]:
         self.failed.pop(rid, None)
         try:
-            m = Matcher.for_spec(compile_spec(doc), self.vocab)
+            m = self.compiler.compile(doc).matcher(self.vocab)
             if prompt:
                 m.set_prompt(prompt)
         except Exception as e:  # noqa: BLE001 - every failure is reported for this request
@@ -101,7 +98,7 @@ class Worker:
         self._zero(row)
         return rid, False, self.failed[rid]
 
-    def _advance(self, m: Any, tokens: Any, rollback: int) -> None:
+    def _advance(self, m: Matcher, tokens: Any, rollback: int) -> None:
         if rollback:
             m.rollback(rollback)
         for k, t in enumerate(tokens):
@@ -110,37 +107,39 @@ class Worker:
                 raise TokenRejected(f"token {t} ({b!r}) at position {k} of this step is not allowed "
                                     f"after {m.num_accepted()} accepted tokens (text {bytes(m.text[-40:])!r})")
 
-    def tree_drafts(self, items: list) -> tuple[list, list]:
+    def tree_drafts(self, items: list[StepItem]) -> tuple[list, list]:
         """Phase 1 of a two-phase step: apply each request's tokens and make its draft. Returns
         the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent)."""
         out, todo = [], []
-        for rid, tokens, row, width, rollback, tree, chain, auto, given in items:
+        for it in items:
+            rid, row, width = it.rid, it.row, it.draft_width
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             if m is None:
                 out.append(self._unknown(rid, row))
                 continue
             try:
-                self._advance(m, tokens, rollback)
+                self._advance(m, it.tokens, it.rollback)
                 term = m.is_terminated()
-                if auto and width > 0 and not term:
-                    width = min(width, CertainWidth.from_params(auto, width).choose(m))
-                if given and tree:
-                    d = _iface.DraftTree(list(given), list(range(-1, len(given) - 1)), [False] * len(given))
+                if it.width_policy is not None and width > 0 and not term:
+                    width = it.width_policy.worker_width(m, width)
+                d: Optional[DraftTree]
+                if it.given and it.tree:
+                    g = list(it.given)
+                    d = DraftTree(g, list(range(-1, len(g) - 1)), [False] * len(g))
                 else:
                     d = m.draft(width) if width > 0 and not term else None
                     if d is not None:
-                        d = _iface.truncate_draft(d, width, chain)
-                if self.bitmask is not None and tree and d is not None and row + len(d) >= self.bitmask.shape[0]:
+                        d = truncate_draft(d, width, it.chain)
+                if self.bitmask is not None and it.tree and d is not None and row + len(d) >= self.bitmask.shape[0]:
                     raise ValueError(f"a draft of {len(d)} nodes at row {row} does not fit the shared block's "
                                      f"{self.bitmask.shape[0]} rows")
             except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
                 out.append(self._fail(rid, e, row))
                 continue
-            payload = ((d.tokens, d.parents, d.certain) if d is not None else ([], [], []))
             dt = time.perf_counter() - t0
-            out.append((rid, True, (payload, term, dt)))
-            todo.append((rid, row, d, tree, dt))
+            out.append((rid, True, (d, term, dt)))
+            todo.append((rid, row, d, it.tree, dt))
         return out, todo
 
     def tree_rows(self, step_id: int, todo: list) -> list:
@@ -148,7 +147,7 @@ class Worker:
         out = []
         for k, (rid, row, d, tree, dt) in enumerate(todo):
             if self._cancelled_step(step_id):
-                out += self._cancel_rest(todo[k:])
+                out += self._cancel_rest([t[0] for t in todo[k:]])
                 break
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
@@ -157,7 +156,7 @@ class Worker:
                 if m is None or bm is None:
                     raise RuntimeError("the request's matcher or the shared block is gone")
                 if tree and d is not None:
-                    valid = _iface.fill_tree_bitmask(m, d, bm, row)
+                    valid = fill_tree_bitmask(m, d, bm, row)
                 else:
                     m.fill_next_token_bitmask(bm, row)
                     valid = [True]
@@ -167,22 +166,20 @@ class Worker:
             out.append((rid, True, (valid, dt + time.perf_counter() - t0)))
         return out
 
-    def step_one(self, rid: Any, tokens: Any, row: int, width: int, rollback: int, *_: Any) -> tuple:
+    def step_one(self, it: StepItem) -> tuple:
+        """A one-phase step of one request: its root row, then its draft."""
+        rid, row, width = it.rid, it.row, it.draft_width
         t0 = time.perf_counter()
         m = self.matchers.get(rid)
         if m is None:
             return self._unknown(rid, row)
         try:
-            self._advance(m, tokens, rollback)
+            self._advance(m, it.tokens, it.rollback)
             if self.bitmask is None:
                 raise RuntimeError("worker has no shared bitmask block")
             m.fill_next_token_bitmask(self.bitmask, row)  # zeroes the row past the vocabulary
             term = m.is_terminated()
-            if width > 0 and not term:
-                d = m.draft(width)
-                draft = (d.tokens, d.parents, d.certain)
-            else:
-                draft = ([], [], [])
+            draft = m.draft(width) if width > 0 and not term else DraftTree()
         except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
             return self._fail(rid, e, row)
         return rid, True, (draft, term, time.perf_counter() - t0)

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from factorspec.engine.interface import DraftTree
+from factorspec.constraint import DraftTree
 
 
 class ScriptedConstraint:

@@ -13,11 +13,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "workers"))
 from engine_doubles import tiny_llama  # noqa: E402
 from factorspec.engine import Engine, Request  # noqa: E402
 from factorspec.graph import compile_spec  # noqa: E402
-from factorspec.graph.width import CertainWidth, CostModel  # noqa: E402
-from factorspec.workers import MaskWorkerPool, _core  # noqa: E402
+from factorspec.draft.width import CertainWidth, CostModel  # noqa: E402
+from factorspec.graph.matcher import Matcher  # noqa: E402
+from factorspec.workers import MaskWorkerPool  # noqa: E402
 from worker_helpers import STOP, VOCAB, VOCAB_SIZE, decode, example_spec, plan_specs  # noqa: E402
 
-Matcher = _core.matcher_class()
 MAX_WIDTH = 24
 
 

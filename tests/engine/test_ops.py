@@ -1,5 +1,6 @@
-"""The engine's verify-step ops through factorspec.kernels (kernels 2-4) equal the host
-references, at awkward sizes: batch 1 and odd batches, empty drafts, chains, wide and deep trees."""
+"""The engine's verify-step ops (factorspec.kernels 2-4, called directly by the engine) equal the
+host references, at awkward sizes: batch 1 and odd batches, empty drafts, chains, wide and deep
+trees."""
 from __future__ import annotations
 
 import random
@@ -7,7 +8,8 @@ import random
 import pytest
 import torch
 
-from factorspec.engine import ops
+import host_reference as ref_ops
+from factorspec.engine import engine as eng
 
 
 def _random_tree(rng: random.Random, n: int, shape: str) -> tuple[list[int], list[int]]:
@@ -32,8 +34,8 @@ def test_tree_inputs_and_verify_equal_host_reference(batch, widths, shape):
     roots = [rng.randrange(0, 151936) for _ in range(batch)]
     prefix = [rng.randrange(0, 40) for _ in range(batch)]
     L = max(prefix) + rng.randrange(0, 3)
-    ref = ops.build_tree_verify_inputs(roots, drafts, prefix, L)
-    got = ops.build_tree_verify_inputs_kernels(roots, drafts, prefix, L)
+    ref = ref_ops.build_tree_verify_inputs(roots, drafts, prefix, L)
+    got = eng.tree_batch(roots, drafts, prefix, L)
     for f in ("input_ids", "position_ids", "attn", "depth"):
         assert torch.equal(getattr(ref, f), getattr(got, f)), f
     assert ref.n_nodes == got.n_nodes
@@ -49,10 +51,23 @@ def test_tree_inputs_and_verify_equal_host_reference(batch, widths, shape):
             row[node + 1] = toks[rng.choice(kids)] if kids and rng.random() < 0.8 else rng.randrange(0, 151936)
         pred += row
     pred_t = torch.tensor(pred)
-    assert ops.verify_batch_kernels(pred_t, got, drafts) == ops.verify_batch_reference(pred_t, ref, drafts)
+    assert eng.verify_batch(pred_t, got) == ref_ops.verify_batch_reference(pred_t, ref, drafts)
 
 
-def test_engine_uses_the_kernel_ops_by_default():
-    assert ops.KERNELS.build_tree_verify_inputs is ops.build_tree_verify_inputs_kernels
-    assert ops.KERNELS.verify_batch is ops.verify_batch_kernels
-    assert ops.KERNELS.masked_argmax is ops.masked_argmax_kernels
+def test_masked_argmax_equals_host_reference():
+    import numpy as np
+
+    g = torch.Generator().manual_seed(5)
+    for n, V in ((1, 70), (4, 1000), (9, 4097)):
+        logits = torch.randn(n, V, generator=g)
+        words = (V + 31) // 32
+        bm = torch.randint(-2**31, 2**31 - 1, (n, words), dtype=torch.int64, generator=g).to(torch.int32)
+        bm[0] = 0
+        bm[0, 0] = 1 << 3
+        a = eng.masked_argmax(logits.clone(), bm.clone(), None)
+        b = ref_ops.masked_argmax_reference(logits.clone(), bm.clone(), None)
+        assert torch.equal(a, b)
+        rows = torch.tensor(np.arange(0, n, 2))
+        a = eng.masked_argmax(logits.clone(), bm[rows].clone(), rows)
+        b = ref_ops.masked_argmax_reference(logits.clone(), bm[rows].clone(), rows)
+        assert torch.equal(a, b)

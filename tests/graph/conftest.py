@@ -39,7 +39,7 @@ def load_tok(name: str) -> Any:
 
 def load_vocab(name: str) -> Any:
     if name not in _VOCAB:
-        from factorspec.models.vocab import vocab_for
+        from factorspec.models.hf_vocab import vocab_for
         _VOCAB[name] = vocab_for(load_tok(name))
     return _VOCAB[name]
 
@@ -154,7 +154,7 @@ class Walker:
             self.stats["completed"] += 1
         # (3) a sample of disallowed tokens is infeasible
         allowed = set(int(i) for i in ids)
-        plan = m._plan_here()
+        plan = m.forced_tokens()
         boundary = not plan  # forced runs allow only their canonical token; elsewhere every feasible one
         tried = 0
         while tried < disallowed:
@@ -248,7 +248,7 @@ def subset_walk(cs: Any, tm: TextMachine, v: Any, compiled: Any, seed: int, stru
     Returns the number of steps taken."""
     import xgrammar as xgr
     from factorspec.graph.matcher import Matcher
-    from factorspec.graph.vocab import unpack_mask
+    from factorspec.graph.token_vocab import unpack_mask
     rng = random.Random(seed)
     m = Matcher(tm, v)
     gm = xgr.GrammarMatcher(compiled)

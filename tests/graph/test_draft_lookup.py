@@ -3,7 +3,7 @@ import json
 
 from factorspec.graph import compile_spec
 from factorspec.graph.matcher import Matcher
-from factorspec.graph.vocab import TokenVocab
+from factorspec.graph.token_vocab import TokenVocab
 
 PIECES = [bytes([i]) for i in range(256)] + [b'{"', b'": "', b'"}', b"hello", b" world", b"note"]
 EOS = len(PIECES)

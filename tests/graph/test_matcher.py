@@ -26,7 +26,7 @@ import pytest
 from factorspec.graph import compile_spec
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.textstate import TextMachine
-from factorspec.graph.vocab import TOKEN_END, unpack_mask
+from factorspec.graph.token_vocab import TOKEN_END, unpack_mask
 
 from .conftest import REPO, TOKENIZERS, Walker, example_specs, natural_plan_specs, strip_relations, subset_walk
 

@@ -52,10 +52,10 @@ def test_grammar_contract_on_a_relational_spec(smol_backend, smol_tok):
     import torch
     from sglang.srt.constrained.base_grammar_backend import BaseGrammarObject
 
-    from factorspec.integrations.sglang import FactorSpecGrammar
+    from factorspec.integrations.sglang import SGLangFactorSpecGrammar
 
     g = smol_backend.dispatch_json(TRIP)
-    assert isinstance(g, FactorSpecGrammar) and isinstance(g, BaseGrammarObject)
+    assert isinstance(g, SGLangFactorSpecGrammar) and isinstance(g, BaseGrammarObject)
     toks = _golden_tokens(smol_backend, TRIP)
     text = smol_tok.decode(toks)
     rec = json.loads(text)
@@ -98,7 +98,7 @@ def test_grammar_contract_on_a_relational_spec(smol_backend, smol_tok):
     logits = torch.randn(2, V)
     ref = logits.clone()
     g.fill_vocab_mask(mask, 0)
-    FactorSpecGrammar.apply_vocab_mask(logits, FactorSpecGrammar.move_vocab_mask(mask, "cpu"))
+    SGLangFactorSpecGrammar.apply_vocab_mask(logits, SGLangFactorSpecGrammar.move_vocab_mask(mask, "cpu"))
     assert torch.isinf(logits[0]).sum() == V - 1 and logits[0, toks[1]] == ref[0, toks[1]]
 
     # jump forward: the certain run as tokens and text
@@ -138,7 +138,7 @@ def test_registers_and_dispatches_through_create_grammar_backend(sglang_env, smo
     from sglang.srt.runtime_context import create_context, use_context
     from sglang.srt.server_args import ServerArgs
 
-    from factorspec.integrations.sglang import FactorSpecGrammar, FactorSpecGrammarBackend
+    from factorspec.integrations.sglang import SGLangFactorSpecGrammar, FactorSpecGrammarBackend
 
     assert "factorspec" in GRAMMAR_BACKEND_REGISTRY and "factorspec" in GRAMMAR_BACKEND_CHOICES
     (tmp_path / "config.json").write_text(json.dumps({
@@ -157,7 +157,7 @@ def test_registers_and_dispatches_through_create_grammar_backend(sglang_env, smo
     fut, hit = backend.get_cached_or_future_value(key, False)
     assert not hit
     g = fut.result(timeout=60)
-    assert isinstance(g, FactorSpecGrammar) and g.grammar_stats.dispatch_type == "json"
+    assert isinstance(g, SGLangFactorSpecGrammar) and g.grammar_stats.dispatch_type == "json"
     backend.set_cache(key, g)
     g.accept_token(g.draft(1).tokens[0])
     g2, hit = backend.get_cached_or_future_value(key, False)
@@ -190,7 +190,7 @@ def test_drafts_verify_through_sglang_triton_kernels(smol_backend):
     from sglang.kernels.ops.speculative.reconstruct_tree import reconstruct_indices_from_tree_mask_triton
     from sglang.kernels.ops.speculative.spec_tree import verify_tree_greedy_triton
 
-    from factorspec.integrations.sglang import FactorSpecDrafter, FactorSpecGrammar
+    from factorspec.integrations.sglang import FactorSpecDrafter, SGLangFactorSpecGrammar
 
     N = 16
     grammars, roots = _batch(smol_backend)
@@ -235,7 +235,7 @@ def test_drafts_verify_through_sglang_triton_kernels(smol_backend):
     # Triton kernel accepts exactly the path FactorSpec predicts.
     rng = torch.Generator().manual_seed(0)
     logits = torch.randn(bs * N, V, generator=rng)
-    FactorSpecGrammar.apply_vocab_mask(logits, ours)
+    SGLangFactorSpecGrammar.apply_vocab_mask(logits, ours)
     target = logits.argmax(-1).view(bs, N)
     predicts = torch.full((bs * N,), -1, dtype=torch.int32)
     accept_index = torch.full((bs, N), -1, dtype=torch.int32)
@@ -265,7 +265,7 @@ def test_drafts_verify_through_sglang_triton_kernels(smol_backend):
         for k, node in enumerate(path):
             g.fill_vocab_mask(row, 0)
             lg = logits[b * N + node].clone()[None]
-            FactorSpecGrammar.apply_vocab_mask(lg, row)
+            SGLangFactorSpecGrammar.apply_vocab_mask(lg, row)
             tok = int(lg.argmax())
             if k + 1 < len(path):
                 assert tok == int(cand[b, path[k + 1]])
@@ -314,7 +314,7 @@ def test_ngram_worker_hook_rewrites_only_factorspec_rows(smol_backend):
     from sglang.srt.speculative import ngram_worker
 
     from factorspec.integrations.sglang import FactorSpecDrafter
-    from factorspec.integrations.sglang.worker import FactorSpecNGRAMWorker, install_drafter, overwrite_with_factorspec
+    from factorspec.integrations.sglang.ngram_worker import FactorSpecNGRAMWorker, install_drafter, overwrite_with_factorspec
 
     N = 8
     grammars, roots = _batch(smol_backend)

@@ -13,14 +13,14 @@ from vllm_helpers import MODEL, require_vllm, trip_instances
 require_vllm()
 
 import factorspec.integrations.vllm as fv  # noqa: E402
-from factorspec.integrations.vllm.backend import (FactorSpecBackend, FactorSpecGrammar,  # noqa: E402
+from factorspec.integrations.vllm.backend import (FactorSpecBackend, VLLMFactorSpecGrammar,  # noqa: E402
                                                   compile_checked, is_factorspec_schema, with_stops)
 
 
 @pytest.fixture(scope="module")
 def vocab():
     from factorspec.models import load_tokenizer
-    from factorspec.models.vocab import vocab_for
+    from factorspec.models.hf_vocab import vocab_for
 
     tok = load_tokenizer(MODEL)
     return vocab_for(tok, 49152 if MODEL == "smollm2-135m" else None)
@@ -109,7 +109,7 @@ def test_batched_rows_equal_vllm_serial_loop(doc, vocab):
     import torch
 
     spec = compile_checked(doc)
-    g1, g2 = FactorSpecGrammar(spec, vocab), FactorSpecGrammar(spec, vocab)
+    g1, g2 = VLLMFactorSpecGrammar(spec, vocab), VLLMFactorSpecGrammar(spec, vocab)
     draft = g1.matcher.certain_run(40)
     assert len(draft) > 5
     prefix, chain = draft[:3], draft[3:]
@@ -131,7 +131,7 @@ def test_batched_rows_equal_vllm_serial_loop(doc, vocab):
 def test_grammar_interface_and_request_stop_tokens(doc, vocab):
     spec = compile_checked(doc)
     stop = vocab.stop_ids[0]
-    g = FactorSpecGrammar(spec, with_stops(vocab, {stop}))
+    g = VLLMFactorSpecGrammar(spec, with_stops(vocab, {stop}))
     run = g.matcher.certain_run(10_000)
     # with a single stop token the certain run ends with it: the whole record is one draft
     assert run[-1] == stop
@@ -177,7 +177,7 @@ def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
     the end of the record (stop token, then termination): the workers' rows equal the in-process
     batched call's (itself equal to vLLM's serial loop, above), row for row."""
     spec = compile_checked(doc)
-    grammars = {r: FactorSpecGrammar(spec, vocab, doc) for r in ("w1", "w2", "w3")}
+    grammars = {r: VLLMFactorSpecGrammar(spec, vocab, doc) for r in ("w1", "w2", "w3")}
     before = dict(worker_rows.stats)
     stop = int(vocab.stop_ids[0])
     fills = 0
@@ -229,7 +229,7 @@ def test_worker_crash_fails_over_to_in_process_rows(doc, vocab, worker_rows):
     import time
 
     spec = compile_checked(doc)
-    gs = {r: FactorSpecGrammar(spec, vocab, doc) for r in ("c1", "c2", "c3", "c4")}
+    gs = {r: VLLMFactorSpecGrammar(spec, vocab, doc) for r in ("c1", "c2", "c3", "c4")}
     items = [(r, g, 10 * k, g.matcher.certain_run(6)) for k, (r, g) in enumerate(gs.items())]
     arr, ref, rest = _fill_both(worker_rows, items, vocab.words)
     assert rest == [] and np.array_equal(arr, ref)

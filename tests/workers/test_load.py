@@ -9,7 +9,7 @@ import signal
 import time
 
 from factorspec.graph import compile_spec
-from factorspec.graph.vocab import unpack_mask
+from factorspec.graph.token_vocab import unpack_mask
 from factorspec.workers import MaskWorkerPool, RequestFailed, StepItem
 from worker_helpers import VOCAB, VOCAB_SIZE, certain_chain, decode, example_spec, pick, plan_specs
 

@@ -14,10 +14,10 @@ import pytest
 
 from factorspec.graph import compile_spec
 from factorspec.workers import (BytesVocab, MaskWorkerPool, PoolError, RequestFailed, StepItem, StepTimeout,
-                                WorkerCrashed, _core)
+                                WorkerCrashed)
+from factorspec.graph.matcher import Matcher
 from worker_helpers import STOP, VOCAB, VOCAB_SIZE, certain_chain, decode, example_spec, pick, plan_specs
 
-Matcher = _core.matcher_class()
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +268,7 @@ def test_timeout_without_kill_fails_only_the_late_requests() -> None:
                     reason="loads a real tokenizer in a worker (~30 s); set FACTORSPEC_WORKERS_MODEL_TEST=1")
 def test_model_vocabulary_by_name() -> None:
     from factorspec.models import DEFAULT_MODEL, load_tokenizer
-    from factorspec.models.vocab import vocab_for
+    from factorspec.models.hf_vocab import vocab_for
 
     spec = plan_specs(1)[0]
     with MaskWorkerPool(1, DEFAULT_MODEL, max_rows=2, start_timeout=300) as pool:
@@ -290,7 +290,7 @@ def test_model_vocabulary_by_name() -> None:
 def test_tree_step_with_given_chain_fills_every_position(pool: MaskWorkerPool) -> None:
     """`given` tokens (drafts made elsewhere) are verified as a chain: one step writes the row of
     the root and of every given position, and flags the first rejected one."""
-    from factorspec.engine.interface import DraftTree, fill_tree_bitmask
+    from factorspec.constraint import DraftTree, fill_tree_bitmask
 
     spec = plan_specs(1, seed=11)[0]
     local = _local(spec)

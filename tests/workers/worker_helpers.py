@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from factorspec.graph.vocab import unpack_mask
+from factorspec.graph.token_vocab import unpack_mask
 from factorspec.natural_plan import generate, parse_instance, to_spec
 from factorspec.natural_plan.generate import instance_id
 from factorspec.workers import BytesVocab

@@ -22,10 +22,10 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "see docs/integrations.md for the install lines"
     ) from e
 
-from factorspec.integrations.sglang.drafter import FactorSpecDrafter, NgramDrafts, clone_matcher
+from factorspec.integrations.sglang.drafter import FactorSpecDrafter, NgramDrafts
 from factorspec.integrations.sglang.grammar import (
     BACKEND_NAME,
-    FactorSpecGrammar,
+    SGLangFactorSpecGrammar,
     FactorSpecGrammarBackend,
     create_factorspec_backend,
 )
@@ -33,10 +33,9 @@ from factorspec.integrations.sglang.grammar import (
 __all__ = [
     "BACKEND_NAME",
     "FactorSpecDrafter",
-    "FactorSpecGrammar",
     "FactorSpecGrammarBackend",
     "NgramDrafts",
-    "clone_matcher",
+    "SGLangFactorSpecGrammar",
     "create_factorspec_backend",
     "install_drafter",
     "plugin",
@@ -59,7 +58,7 @@ def register() -> None:
 
 def install_drafter() -> None:
     """Make SGLang's NGRAM speculative algorithm use FactorSpec's drafts (this process)."""
-    from factorspec.integrations.sglang.worker import install_drafter as _install
+    from factorspec.integrations.sglang.ngram_worker import install_drafter as _install
 
     _install()
 
@@ -67,7 +66,7 @@ def install_drafter() -> None:
 def plugin() -> None:
     """``sglang.srt.plugins`` entry point: runs in every SGLang process (scheduler included)."""
     register()
-    from factorspec.integrations.sglang.worker import drafter_requested
+    from factorspec.integrations.sglang.ngram_worker import drafter_requested
 
     if drafter_requested():
         install_drafter()

@@ -39,18 +39,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from factorspec.engine.interface import DraftTree
+from factorspec.constraint import DraftTree
 from factorspec.graph.matcher import Matcher
-
-
-def clone_matcher(m: Matcher) -> Matcher:
-    """An independent Matcher at the same state: shares the immutable parts (machine, vocab,
-    frozenset configs, cached mask arrays) and copies every mutable container (history, text, ...),
-    whatever attributes the Matcher has."""
-    c = Matcher.__new__(Matcher)
-    for k, v in vars(m).items():
-        setattr(c, k, v.copy() if isinstance(v, (list, dict, set, bytearray)) else v)
-    return c
 
 
 def _matcher_of(g: Any) -> Matcher:
@@ -140,7 +130,7 @@ class FactorSpecDrafter:
 
     def build(self, grammars: Sequence[Any], roots: Sequence[int],
               trees: Optional[Sequence[DraftTree]] = None, widths: Optional[Sequence[int]] = None) -> NgramDrafts:
-        """Drafts for a batch (``grammars[b]``: a FactorSpecGrammar or Matcher at the state after
+        """Drafts for a batch (``grammars[b]``: a SGLangFactorSpecGrammar or Matcher at the state after
         ``roots[b]``) in NGRAM's ``req_drafts`` / ``mask`` layout; the mask comes from
         :func:`factorspec.kernels.build_tree_verify_inputs`."""
         from factorspec.kernels import build_tree_verify_inputs
@@ -186,7 +176,7 @@ class FactorSpecDrafter:
         if out is None:
             out = torch.full((bs * N, words), -1, dtype=torch.int32)
         for b, g in enumerate(grammars):
-            m = clone_matcher(_matcher_of(g))
+            m = _matcher_of(g).clone()
             par = drafts.parents[b]
             toks = drafts.draft_tokens[b * N:(b + 1) * N]
             children: List[List[int]] = [[] for _ in range(N)]
@@ -226,7 +216,7 @@ class FactorSpecDrafter:
             if acc is None:
                 continue
             w = widths[b] if widths is not None else self.width_for(g, len(grammars))
-            jobs.append((id(g), tuple(acc), clone_matcher(_matcher_of(g)), drafts.trees[b], w))
+            jobs.append((id(g), tuple(acc), _matcher_of(g).clone(), drafts.trees[b], w))
         if jobs:
             self._pending = self._pool.submit(self._prefetch_jobs, jobs)
 

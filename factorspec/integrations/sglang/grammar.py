@@ -1,7 +1,8 @@
 """FactorSpec as an SGLang grammar backend (``--grammar-backend factorspec``).
 
-``json_schema`` requests are compiled with :func:`factorspec.graph.compile_spec` (relations under
-``"x-factorspec"``; plain schemas work too) and served by one :class:`~factorspec.graph.matcher.
+``json_schema`` requests are compiled by the backend's :class:`~factorspec.graph.compiler.
+SpecCompiler` (relations under ``"x-factorspec"``; plain schemas work too; one compiled spec and
+byte automaton per schema, LRU-bounded) and served by one :class:`~factorspec.graph.matcher.
 Matcher` per request. Other grammar kinds (regex, EBNF, structural tags, ``$$ANY$$``) go to an
 inner xgrammar backend, so the server stays a drop-in. Both write xgrammar's bitmask layout
 (``int32 [rows, ceil(V / 32)]``, bit ``j % 32`` of word ``j // 32``, 1 = allowed, -1 = free), so
@@ -14,8 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from sglang.srt.constrained.base_grammar_backend import (
@@ -26,11 +26,11 @@ from sglang.srt.constrained.base_grammar_backend import (
 )
 
 from factorspec.errors import FactorSpecError
-from factorspec.graph import compile_spec
+from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.spec import CompiledSpec
 from factorspec.graph.textstate import TextMachine
-from factorspec.graph.vocab import TokenVocab
+from factorspec.graph.token_vocab import TokenVocab
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def apply_token_bitmask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
     apply_bitmask(logits, vocab_mask.to(logits.device), backend="torch")
 
 
-class FactorSpecGrammar(BaseGrammarObject):
+class SGLangFactorSpecGrammar(BaseGrammarObject):
     """One request's constraint: SGLang's grammar-object contract over a FactorSpec Matcher.
 
     SGLang's contract (what the scheduler and the speculative tree traversal rely on):
@@ -102,13 +102,13 @@ class FactorSpecGrammar(BaseGrammarObject):
     def is_terminated(self) -> bool:
         return self.matcher.is_terminated()
 
-    def copy(self) -> "FactorSpecGrammar":
+    def copy(self) -> "SGLangFactorSpecGrammar":
         stats = None
         if self.grammar_stats is not None:
             import dataclasses
 
             stats = dataclasses.replace(self.grammar_stats, is_cache_hit=True, tree_traversal_time=[])
-        return FactorSpecGrammar(self.spec, self.machine, self.vocab, self.key_string, stats)
+        return SGLangFactorSpecGrammar(self.spec, self.machine, self.vocab, self.key_string, stats)
 
     # -- vocab masks ------------------------------------------------------------------------------
     def allocate_vocab_mask(self, vocab_size: int, batch_size: int, device) -> torch.Tensor:
@@ -159,15 +159,15 @@ class FactorSpecGrammar(BaseGrammarObject):
 
     # -- FactorSpec extras ------------------------------------------------------------------------
     def draft(self, max_tokens: int):
-        """FactorSpec's certain run plus a small tree (``factorspec.engine.interface.DraftTree``)."""
+        """FactorSpec's certain run plus a small tree (``factorspec.constraint.DraftTree``)."""
         if self.is_terminated() or max_tokens <= 0:
-            from factorspec.engine.interface import DraftTree
+            from factorspec.constraint import DraftTree
 
             return DraftTree()
         return self.matcher.draft(max_tokens)
 
     def __repr__(self) -> str:
-        return f"FactorSpecGrammar(key={self.key_string[:60]!r}, accepted={len(self.accepted_tokens)})"
+        return f"SGLangFactorSpecGrammar(key={self.key_string[:60]!r}, accepted={len(self.accepted_tokens)})"
 
 
 def vocab_from_tokenizer(tokenizer: Any, vocab_size: int, eos_token_ids: Optional[Sequence[int]] = None) -> TokenVocab:
@@ -195,19 +195,19 @@ class FactorSpecGrammarBackend(BaseGrammarBackend):
     "xgrammar" sends schemas without ``x-factorspec`` to xgrammar."""
 
     def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: Optional[Sequence[int]] = None,
-                 fallback: Optional[BaseGrammarBackend] = None, plain_json: str = "factorspec") -> None:
+                 fallback: Optional[BaseGrammarBackend] = None, plain_json: str = "factorspec",
+                 cache_limit: int = 256) -> None:
         super().__init__()
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
         self.vocab = vocab_from_tokenizer(tokenizer, vocab_size, eos_token_ids)
         self.fallback = fallback
         self.plain_json = plain_json
-        self._specs: Dict[str, Tuple[CompiledSpec, TextMachine]] = {}
-        self._lock = threading.Lock()
+        self.compiler = SpecCompiler(cache_enabled=True, cache_limit=cache_limit)
 
     # SGLang calls these on the backend too (e.g. for allocating the batch mask).
     allocate_vocab_mask = staticmethod(lambda vocab_size, batch_size, device: allocate_token_bitmask(vocab_size, batch_size))
-    move_vocab_mask = staticmethod(FactorSpecGrammar.move_vocab_mask)
+    move_vocab_mask = staticmethod(SGLangFactorSpecGrammar.move_vocab_mask)
     apply_vocab_mask = staticmethod(apply_token_bitmask)
 
     @property
@@ -218,18 +218,10 @@ class FactorSpecGrammarBackend(BaseGrammarBackend):
         if self.fallback is not None:
             self.fallback.set_token_filter(vocab_mask, token_ids, batch_idx, is_allowed, reset_vocab_mask)
 
-    def compile(self, key_string: str) -> FactorSpecGrammar:
+    def compile(self, key_string: str) -> SGLangFactorSpecGrammar:
         """Compile a schema string (raises FactorSpecError / ValueError on a bad spec)."""
-        with self._lock:
-            hit = self._specs.get(key_string)
-        if hit is None:
-            doc = json.loads(key_string)
-            spec = compile_spec(doc)
-            hit = (spec, TextMachine(spec))
-            with self._lock:
-                self._specs[key_string] = hit
-        spec, machine = hit
-        return FactorSpecGrammar(spec, machine, self.vocab, key_string, GrammarStats(dispatch_type="json"))
+        cc = self.compiler.compile(json.loads(key_string))
+        return SGLangFactorSpecGrammar(cc.spec, cc.machine, self.vocab, key_string, GrammarStats(dispatch_type="json"))
 
     def dispatch_json(self, key_string: str) -> BaseGrammarObject:
         if key_string == "$$ANY$$":
@@ -263,8 +255,7 @@ class FactorSpecGrammarBackend(BaseGrammarBackend):
 
     def reset(self) -> None:
         super().reset()
-        with self._lock:
-            self._specs.clear()
+        self.compiler.clear_cache()
         if self.fallback is not None:
             self.fallback.reset()
 

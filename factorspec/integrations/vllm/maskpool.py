@@ -1,6 +1,6 @@
 """FactorSpec bitmask rows of vLLM's grammar bitmask computed by `factorspec.workers.MaskWorkerPool`.
 
-The engine keeps its `FactorSpecGrammar` objects (vLLM accepts tokens, validates drafts and
+The engine keeps its `VLLMFactorSpecGrammar` objects (vLLM accepts tokens, validates drafts and
 rolls back on them, synchronously, in the scheduler). Each of those requests also has a *mirror*
 matcher in one worker process. Every scheduler step, `WorkerRows.fill`:
 
@@ -52,6 +52,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from factorspec.integrations.vllm.rows import fill_rows
 from factorspec.workers.protocol import StepItem
 
 ENV_WORKERS = "FACTORSPEC_VLLM_MASK_WORKERS"
@@ -109,7 +110,7 @@ def check_enabled() -> bool:
 class TokenizerVocab:
     """Picklable recipe for the engine's `TokenVocab` inside a worker: the tokenizer directory
     vLLM loaded (transformers' AutoTokenizer), the logits width and the stop tokens of the
-    requests (a shallow stop-token view, exactly as `backend.with_stops` builds it)."""
+    requests (a shallow stop-token view, exactly as `rows.with_stops` builds it)."""
 
     path: str
     vocab_size: int
@@ -121,7 +122,7 @@ class TokenizerVocab:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from transformers import AutoTokenizer
 
-        from factorspec.models.vocab import vocab_for
+        from factorspec.models.hf_vocab import vocab_for
 
         tok = AutoTokenizer.from_pretrained(self.path, revision=self.revision,
                                             trust_remote_code=self.trust_remote_code)
@@ -309,13 +310,11 @@ class WorkerRows:
 
     def _check(self, arr: np.ndarray, plan: list) -> None:
         """Compare the workers' rows with the in-process batched call's."""
-        from factorspec.integrations.vllm.backend import FactorSpecBackend
-
         st = self.stats
         for rid, grammar, start, toks, _drafts in plan:
             n = len(toks) + 1
             ref = np.zeros((n, arr.shape[1]), dtype=np.int32)
-            FactorSpecBackend.fill_rows(ref, [(grammar, 0, list(toks))])
+            fill_rows(ref, [(grammar, 0, list(toks))])
             bad = int((ref != arr[start:start + n]).any(axis=1).sum())
             st["worker_check_rows"] = st.get("worker_check_rows", 0) + n
             st["worker_check_mismatches"] = st.get("worker_check_mismatches", 0) + bad

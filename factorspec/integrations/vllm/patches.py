@@ -106,7 +106,7 @@ def patch_structured_output_manager() -> None:
 
     def grammar_bitmask(self: Any, requests: dict, structured_output_request_ids: list,
                         scheduled_spec_decode_tokens: dict) -> Any:
-        from factorspec.integrations.vllm.backend import FactorSpecBackend, FactorSpecGrammar
+        from factorspec.integrations.vllm.backend import FactorSpecBackend, VLLMFactorSpecGrammar
 
         if (not structured_output_request_ids or not isinstance(self.backend, FactorSpecBackend)
                 or self.reasoner_cls is not None or self.vllm_config.model_config.is_diffusion):
@@ -121,7 +121,7 @@ def patch_structured_output_manager() -> None:
         for req_id in structured_output_request_ids:
             grammar = requests[req_id].structured_output_request.grammar
             toks = list(scheduled_spec_decode_tokens.get(req_id, ()))
-            if isinstance(grammar, FactorSpecGrammar):
+            if isinstance(grammar, VLLMFactorSpecGrammar):
                 batch.append((req_id, grammar, idx, toks))
                 idx += len(toks) + 1
                 continue

@@ -3,7 +3,7 @@
 
 For each running request whose JSON schema carries ``x-factorspec`` the proposer keeps its own
 `Matcher` (fed with the request's output tokens as they are committed) and proposes the tokens
-that the spec makes the only choice from the current position: `Matcher.certain_run(k)`. Each
+that the spec makes the only choice from the current position: `factorspec.draft.certain_run`. Each
 request gets its own draft count (0..num_speculative_tokens): the length of its certain run.
 Requests without a FactorSpec schema get no draft.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
+from factorspec.draft import certain_run
 from factorspec.integrations.vllm.backend import (compile_checked, is_factorspec_schema, schema_of, shared_vocab,
                                                      with_stops)
 
@@ -98,7 +99,7 @@ class FactorSpecProposer:
                 continue
             budget = min(self.k, self.max_model_len - total - 1)
             if budget > 0:
-                out[i] = m.certain_run(budget)
+                out[i] = certain_run(m, budget)
                 if out[i]:
                     STATS["drafted_tokens"] += len(out[i])
                     STATS["draft_requests"] += 1
@@ -121,11 +122,10 @@ class FactorSpecProposer:
             tr.dead = True
             return tr
         from factorspec.graph.matcher import Matcher
-        from factorspec.graph.textstate import TextMachine
 
         try:
             stops = getattr(sp, "all_stop_token_ids", None)
-            m = Matcher(TextMachine(compile_checked(schema_of(js))), with_stops(self.vocab(), stops))
+            m = Matcher.for_spec(compile_checked(schema_of(js)), with_stops(self.vocab(), stops))
         except Exception:  # noqa: BLE001 - the frontend rejects bad specs; never fail the step
             m = None
         tr = _Track(m, key)

@@ -1,7 +1,9 @@
-"""The narrow interface between a decoding engine and a per-request constraint.
+"""The contract between a decoding engine and a per-request constraint (floor 1: numpy only).
 
-Engines (the reference transformers loop, SGLang, vLLM) only talk to this; the token engine
-(`factorspec.graph.matcher`) implements it. Bitmasks use xgrammar's layout: token j is bit
+Engines (the reference transformers loop, SGLang, vLLM) and the CPU mask workers only talk to
+this; the token matcher (`factorspec.graph.matcher.Matcher`) implements it. It sits below every
+other package (core, engine, workers, integrations) so that each may import it without pulling in
+an engine or torch. Bitmasks use xgrammar's layout: token j is bit
 j % 32 of int32 word j // 32, least significant bit first, 1 = allowed.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ class BytesVocab:
     name: str = ""
 
     def __call__(self) -> Any:
-        from factorspec.graph.vocab import TokenVocab
+        from factorspec.graph.token_vocab import TokenVocab
 
         return TokenVocab(list(self.token_bytes), list(self.stop_ids), self.vocab_size, name=self.name)
 
@@ -32,7 +32,7 @@ class ModelVocab:
 
     def __call__(self) -> Any:
         from factorspec.models import load_tokenizer
-        from factorspec.models.vocab import vocab_for
+        from factorspec.models.hf_vocab import vocab_for
 
         return vocab_for(load_tokenizer(self.name), self.vocab_size)
 
@@ -41,7 +41,7 @@ def as_vocab_factory(x: Any) -> Callable[[], Any]:
     """A model name, a `TokenVocab` without an encode function, or a picklable callable."""
     if isinstance(x, str):
         return ModelVocab(x)
-    from factorspec.graph.vocab import TokenVocab
+    from factorspec.graph.token_vocab import TokenVocab
 
     if isinstance(x, TokenVocab):
         if x.encode_fn is not None:

@@ -5,7 +5,7 @@ SGLang 0.5.23 builds NGRAM verify steps in ``NGRAMWorker._prepare_for_speculativ
 ``retrive_*`` from the mask, the target verify forward, the grammar mask over the tree (host
 work, after the forward is launched) and greedy tree verification. This subclass overrides only
 ``_prepare_draft_tokens``: the corpus still drafts (and learns) for every request, and the rows of
-requests whose grammar is a :class:`~factorspec.integrations.sglang.grammar.FactorSpecGrammar` are
+requests whose grammar is a :class:`~factorspec.integrations.sglang.grammar.SGLangFactorSpecGrammar` are
 replaced by FactorSpec's drafts (:class:`~factorspec.integrations.sglang.drafter.FactorSpecDrafter`).
 The next step's drafts are then prefetched on a background thread, which runs while the target
 forward of this step runs.
@@ -28,7 +28,7 @@ from sglang.srt.speculative import ngram_worker as _ngram_worker_module
 from sglang.srt.speculative.ngram_worker import NGRAMWorker
 
 from factorspec.integrations.sglang.drafter import FactorSpecDrafter
-from factorspec.integrations.sglang.grammar import FactorSpecGrammar
+from factorspec.integrations.sglang.grammar import SGLangFactorSpecGrammar
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def overwrite_with_factorspec(drafter: FactorSpecDrafter, reqs: List[Any], req_d
     ``req_drafts[b * N]`` (the corpus's root: the request's last token) is kept as the root.
     Returns ``(req_drafts, mask, NgramDrafts or None)``; the arrays are modified in place."""
     N = drafter.N
-    rows = [i for i, r in enumerate(reqs) if isinstance(getattr(r, "grammar", None), FactorSpecGrammar)
+    rows = [i for i, r in enumerate(reqs) if isinstance(getattr(r, "grammar", None), SGLangFactorSpecGrammar)
             and not r.grammar.is_terminated()]
     if not rows:
         return req_drafts, mask, None

@@ -3,14 +3,18 @@
 The marginal cost of one more verified token (relative to a one-token decode step) is measured
 per engine/hardware (CPU bf16 here: a forward of W+1 tokens costs about 0.9 + 0.0375 W steps,
 from shared/notes/environment.md). Certain tokens are accepted with probability 1, a tree
-branch with 1/branches; the width maximises expected tokens per unit of cost."""
+branch with 1/branches; the width maximises expected tokens per unit of cost.
+
+The policies are frozen dataclasses: a mask worker receives the engine's policy object itself
+(pickled in its `StepItem`) and applies it to the matcher it holds."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True)
 class CostModel:
     base: float = 0.9  # cost of a forward, in one-token-step units, before extra tokens
     per_token: float = 0.0375  # marginal cost of one more token in the forward
@@ -21,17 +25,20 @@ class CostModel:
         return self.base + self.per_token * tokens
 
 
+@dataclass(frozen=True)
 class CertainWidth:
     """Width policy for the engine: (RequestState, batch size) -> width.
 
     A batch step costs base + per_token * (tokens in the batch), so one more draft token of any
     request raises the step cost by `per_token` and pays off iff its acceptance probability
     exceeds per_token * (tokens per cost unit the step already yields). Certain tokens (p = 1)
-    always pay off below the cap; tree branches (p ~ 1/branches) only while the rate is low."""
+    always pay off below the cap; tree branches (p ~ 1/branches) only while the rate is low.
 
-    def __init__(self, cost: CostModel = CostModel(), tree_allowance: int = 4) -> None:
-        self.cost = cost
-        self.tree_allowance = tree_allowance
+    It reads the request's constraint, so for a request whose matcher lives in a mask worker it
+    runs there (`for_worker`, `worker_width`)."""
+
+    cost: CostModel = field(default_factory=CostModel)
+    tree_allowance: int = 4
 
     def __call__(self, state: Any, batch: int) -> int:
         return self.choose(state.request.constraint, batch)
@@ -46,11 +53,12 @@ class CertainWidth:
             width = min(cap, run + self.tree_allowance)
         return width
 
-    def params(self) -> tuple:
-        """(base, per_token, tree_allowance): what a mask worker needs to apply this policy."""
-        return (self.cost.base, self.cost.per_token, self.tree_allowance)
+    def for_worker(self, cap: int) -> tuple[int, "CertainWidth"]:
+        """(the most draft nodes, the policy the worker applies) for a pooled request whose
+        engine-side cap is `cap`: the worker holds the constraint this policy reads."""
+        return min(self.cost.max_width, cap), self
 
-    @classmethod
-    def from_params(cls, params: tuple, max_width: int) -> "CertainWidth":
-        base, per_token, allowance = params
-        return cls(CostModel(float(base), float(per_token), int(max_width)), int(allowance))
+    def worker_width(self, c: Any, cap: int) -> int:
+        """In the worker: the width for constraint `c`, with the cost model capped at `cap`."""
+        capped = dataclasses.replace(self, cost=dataclasses.replace(self.cost, max_width=int(cap)))
+        return min(cap, capped.choose(c))

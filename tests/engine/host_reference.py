@@ -1,16 +1,13 @@
-"""Torch reference implementations of the engine's hot spots.
-
-These are the swap points for the Triton kernels in `factorspec.kernels` (apply_bitmask,
-build_tree_verify_inputs, verify_tree_greedy, assemble_drafts). Each function here is exact and
-device-agnostic; the engine calls them only through `factorspec.engine.ops.KERNELS`, which a
-kernels module can override with `use_kernels(...)`.
+"""Host reference versions of the engine's verify-step ops (what the engine computed before it
+called factorspec.kernels directly): numpy/list code, used only as test oracles for
+`factorspec.engine.engine.tree_batch`, `verify_batch` and `masked_argmax`.
 
 Bitmask layout (xgrammar's): token j is bit j % 32 of int32 word j // 32, 1 = allowed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -57,10 +54,6 @@ class TreeBatch:
     attn: torch.Tensor  # [B, 1, N, L + N] bool, True = may attend
     depth: torch.Tensor  # [B, N] long (padding: -1)
     n_nodes: list[int]  # real nodes per row (root included)
-    # the flat verify layout (kernels 2-4): per request root then draft nodes, local parents
-    flat_tokens: torch.Tensor | None = None  # [T]
-    flat_parents: torch.Tensor | None = None  # [T]
-    cu_nodes: torch.Tensor | None = None  # [B + 1]
 
 
 def build_tree_verify_inputs(
@@ -144,49 +137,6 @@ def verify_tree_greedy(
         cur = nxt
 
 
-def build_tree_verify_inputs_kernels(
-    roots: Sequence[int],
-    drafts: Sequence[tuple[Sequence[int], Sequence[int]]],
-    prefix_lens: Sequence[int],
-    cache_len: int,
-    device: torch.device | str = "cpu",
-) -> TreeBatch:
-    """`build_tree_verify_inputs` through factorspec.kernels: kernel 3 flattens the ragged drafts
-    (verify tokens, local parents, offsets), kernel 2 gives positions and the q-length-only tree
-    mask (one launch each on CUDA); the rows are then laid out in the engine's padded [B, N] form
-    (transformers takes a dense 4D mask). The flat layout is kept for kernel 4."""
-    from factorspec.kernels import assemble_drafts_from_lists, build_tree_verify_inputs as k_tree
-
-    B = len(roots)
-    n_nodes = [1 + len(d[0]) for d in drafts]
-    N = max(n_nodes)
-    db = assemble_drafts_from_lists(roots, [[] for _ in range(B)], [(list(d[0]), list(d[1])) for d in drafts],
-                                    device=device)
-    prefix_t = torch.tensor(list(prefix_lens), dtype=torch.int64, device=device)
-    sq = sum(n * n for n in n_nodes)
-    tv = k_tree(db.parents, db.cu_nodes, prefix_t, build_full_mask=False, sizes=(N, 0, sq))
-    # padded [B, N] views of the flat layout
-    node_b = torch.repeat_interleave(torch.arange(B, device=device), torch.tensor(n_nodes, device=device))
-    node_j = torch.arange(int(sum(n_nodes)), device=device) - db.cu_nodes[:-1].repeat_interleave(
-        torch.tensor(n_nodes, device=device))
-    ids = torch.zeros(B, N, dtype=torch.long, device=device)
-    ids[node_b, node_j] = db.tokens
-    pos = prefix_t.unsqueeze(1).expand(B, N).clone()
-    pos[node_b, node_j] = tv.positions
-    depth = torch.full((B, N), -1, dtype=torch.long, device=device)
-    depth[node_b, node_j] = tv.positions - prefix_t[node_b]
-    anc = torch.eye(N, dtype=torch.bool, device=device).repeat(B, 1, 1)  # padding: itself only
-    off = 0
-    for b, n in enumerate(n_nodes):
-        anc[b, :n, :n] = tv.tree_mask_qlen[off : off + n * n].view(n, n)
-        off += n * n
-    prefix = torch.arange(cache_len, device=device).unsqueeze(0) < prefix_t.unsqueeze(1)  # [B, L]
-    real = depth >= 0
-    attn = torch.cat([(prefix.unsqueeze(1) & real.unsqueeze(-1)), anc], dim=2).unsqueeze(1)
-    return TreeBatch(input_ids=ids, position_ids=pos, attn=attn, depth=depth, n_nodes=n_nodes,
-                     flat_tokens=db.tokens, flat_parents=db.parents, cu_nodes=db.cu_nodes)
-
-
 def verify_batch_reference(pred: torch.Tensor, tb: TreeBatch,
                            drafts: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[list[int], int]]:
     """Greedy verification of every request: (accepted draft node indices, bonus token) each;
@@ -196,24 +146,6 @@ def verify_batch_reference(pred: torch.Tensor, tb: TreeBatch,
     for (toks, pars), n in zip(drafts, tb.n_nodes):
         out.append(verify_tree_greedy(flat[o : o + n], toks, pars))
         o += n
-    return out
-
-
-def verify_batch_kernels(pred: torch.Tensor, tb: TreeBatch,
-                         drafts: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[list[int], int]]:
-    """The same through kernel 4 (one launch for the batch on CUDA)."""
-    from factorspec.kernels import verify_tree_greedy as k_verify
-
-    if tb.flat_tokens is None or tb.flat_parents is None or tb.cu_nodes is None:
-        return verify_batch_reference(pred, tb, drafts)
-    r = k_verify(tb.flat_tokens, pred.to(device=tb.flat_tokens.device, dtype=tb.flat_tokens.dtype), tb.flat_parents, tb.cu_nodes,
-                 max_nodes=max(tb.n_nodes))
-    acc_idx, acc_len, bonus = r.accept_index.tolist(), r.accept_length.tolist(), r.bonus_token.tolist()
-    cu = tb.cu_nodes.tolist()
-    out = []
-    for b in range(len(tb.n_nodes)):
-        path = [acc_idx[b][i] - cu[b] - 1 for i in range(1, acc_len[b] + 1)]
-        out.append((path, int(bonus[b])))
     return out
 
 
@@ -230,45 +162,3 @@ def masked_argmax_reference(
             apply_bitmask(sub, bitmask)
             logits.index_copy_(0, row_map, sub)
     return logits.argmax(dim=-1)
-
-
-def masked_argmax_kernels(
-    logits: torch.Tensor, bitmask: torch.Tensor, row_map: torch.Tensor | None
-) -> torch.Tensor:
-    """Same through factorspec.kernels.apply_bitmask (fused mask + argmax; Triton on CUDA)."""
-    from factorspec.kernels import apply_bitmask as k_apply
-
-    if not bitmask.shape[0]:
-        return logits.argmax(dim=-1)
-    return k_apply(logits, bitmask, row_map, return_argmax=True)
-
-
-def _kernels_or(kernel: Callable, reference: Callable) -> Callable:
-    try:
-        import factorspec.kernels  # noqa: F401
-
-        return kernel
-    except Exception:  # pragma: no cover - kernels package absent or broken
-        return reference
-
-
-class _Kernels:
-    """The functions the engine calls: factorspec.kernels (Triton on CUDA, their torch references
-    on CPU) when importable, else the host references above; `use_kernels` may replace any."""
-
-    apply_bitmask: Callable = staticmethod(apply_bitmask)
-    masked_argmax: Callable = staticmethod(_kernels_or(masked_argmax_kernels, masked_argmax_reference))
-    build_tree_verify_inputs: Callable = staticmethod(
-        _kernels_or(build_tree_verify_inputs_kernels, build_tree_verify_inputs))
-    verify_batch: Callable = staticmethod(_kernels_or(verify_batch_kernels, verify_batch_reference))
-
-
-KERNELS = _Kernels()
-
-
-def use_kernels(**fns: Callable) -> None:
-    """Swap in alternative implementations, e.g. use_kernels(apply_bitmask=triton_fn)."""
-    for name, fn in fns.items():
-        if not hasattr(_Kernels, name):
-            raise AttributeError(f"unknown kernel {name!r}")
-        setattr(KERNELS, name, fn)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from factorspec.graph.vocab import TokenVocab
+from factorspec.graph.token_vocab import TokenVocab
 from factorspec.models.tokens import stop_token_ids, token_bytes
 
 _CACHE: dict[tuple, TokenVocab] = {}
