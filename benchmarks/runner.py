@@ -17,13 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from factorspec.bench.baselines import NgramXGrammarConstraint, XGrammarCompilerCache, XGrammarConstraint
-from factorspec.graph.width import CertainWidth, CostModel
+from benchmarks.baselines import NgramXGrammarConstraint, XGrammarCompilerCache, XGrammarConstraint
+from benchmarks.natural_plan import TripProblem, golden_record, json_prompt, to_spec
 from factorspec.errors import FactorSpecError
 from factorspec.graph import compile_spec
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.textstate import TextMachine
-from factorspec.natural_plan import TripProblem, golden_record, json_prompt, to_spec
+from factorspec.graph.width import CertainWidth, CostModel
 
 BASE_CONFIGS = ("unconstrained", "syntax", "syntax_retry", "syntax_ngram_4", "syntax_ngram_8",
                 "syntax_ngram_16", "fs_mask", "fs_chain", "fs_full")
@@ -112,8 +112,8 @@ def _constraint(ctx: Context, config: str, p: TripProblem, prompt_ids: Sequence[
     if config.startswith("syntax"):
         g = ctx.xgr.compile(to_spec(p))
         if config.startswith("syntax_ngram"):
-            return NgramXGrammarConstraint(g, ctx.xgr.xgr, stops, prompt_ids)
-        return XGrammarConstraint(g, ctx.xgr.xgr, stops)
+            return NgramXGrammarConstraint(g, stops, prompt_ids)
+        return XGrammarConstraint(g, stops)
     m = Matcher(ctx.machine(p), ctx.vocab)
     m.set_prompt(prompt_ids)
     return m
