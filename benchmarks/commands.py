@@ -85,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from benchmarks.runner import BASE_CONFIGS, load_context, run_config, summarize
+    from benchmarks.runner import BASE_CONFIGS, load_context
 
     probs = _problems(args.natural_plan or _default_data(), args.limit)
     configs = args.configs.split(",") if args.configs else list(BASE_CONFIGS)

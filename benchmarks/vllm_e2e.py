@@ -255,8 +255,8 @@ def validate(problem: Any, text: str) -> tuple[bool, str]:
 
 
 def instances(n: Optional[int], skip: int = 0) -> list[Any]:
-    from factorspec.data import shared_data_dir
     from benchmarks.natural_plan import load_instances
+    from factorspec.data import shared_data_dir
 
     items = list(load_instances(str(shared_data_dir() / "natural_plan" / "trip_planning_100.json")).values())
     items = items[skip:]
@@ -264,8 +264,8 @@ def instances(n: Optional[int], skip: int = 0) -> list[Any]:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from factorspec.integrations.vllm.models import hf_model_dir
     from benchmarks.natural_plan import json_prompt, to_spec
+    from factorspec.integrations.vllm.models import hf_model_dir
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     if a.batch > 1 and a.time_budget:
