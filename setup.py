@@ -5,7 +5,7 @@ setup(
     name="factorspec",
     version="0.1.0",
     description="Compile JSON Schema plus relations into a factor graph; exact token masks and certain drafts.",
-    packages=find_packages(include=["factorspec", "factorspec.*"]),
+    packages=find_packages(include=["factorspec", "factorspec.*", "benchmarks", "benchmarks.*"]),
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.26",

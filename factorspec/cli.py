@@ -3,17 +3,18 @@
   factorspec check SPEC RECORD      exit 0 valid, 1 violations (each printed), 2 bad spec/input
   factorspec solve SPEC [--count]   print one valid record (or the count); exit 3 unsatisfiable,
                                     2 bad spec/input, 4 budget exceeded
-  factorspec natural-plan ...       NATURAL PLAN files to spec files (factorspec.natural_plan.cli)
+  factorspec natural-plan ...       NATURAL PLAN files to spec files (benchmarks.natural_plan.command)
+  factorspec run / bench ...        decode NATURAL PLAN with the reference engine (benchmarks.commands)
 
 SPEC is a spec document (docs/spec.md), or an object {"spec": ..., "prompt": ..., "golden": ...}
 as written by `factorspec natural-plan --to-specs`; RECORD is a JSON file or `-` for stdin.
-More subcommands (`run`, `bench`) register themselves through a `register(subparsers)` hook in
-`factorspec.engine.cli` / `factorspec.bench.cli` when those modules exist.
+`natural-plan`, `run` and `bench` are thin entry points into the top-level `benchmarks`
+package (installed beside `factorspec`): each registers itself through a `register(subparsers)`
+hook, imported when the parser is built, never when this module or the library is imported.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any, Optional, Sequence
@@ -22,11 +23,6 @@ from factorspec import __version__
 from factorspec.errors import BudgetExceeded, FactorSpecError, SpecError, Unsatisfiable
 
 EXIT_OK, EXIT_INVALID, EXIT_ERROR, EXIT_UNSAT, EXIT_BUDGET = 0, 1, 2, 3, 4
-
-# Subcommands that live elsewhere: module -> register(subparsers). A module that does not exist
-# (yet) is skipped; one that exists but fails to import is reported in --help, not fatal, so
-# that `check`/`solve` keep working when an optional dependency of `run` is missing.
-OPTIONAL_COMMANDS = ("factorspec.engine.cli", "factorspec.bench.cli")
 
 
 class InputError(Exception):
@@ -123,20 +119,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         return _error(str(e))
 
 
-def _optional_register(modname: str, sub: Any, problems: list[str]) -> None:
+def _register_benchmark_commands(sub: Any, problems: list[str]) -> None:
+    """`run` and `bench` (benchmarks.commands). A failure to import them is reported in --help,
+    not fatal, so that `check`/`solve` keep working when an optional dependency of `run` is
+    missing."""
     try:
-        mod = importlib.import_module(modname)
-    except ModuleNotFoundError as e:
-        if e.name and (modname == e.name or modname.startswith(e.name + ".")):
-            return  # not written yet
-        problems.append(f"{modname}: {e}")
-        return
+        from benchmarks.commands import register
     except Exception as e:  # noqa: BLE001 - an optional command must not break check/solve
-        problems.append(f"{modname}: {type(e).__name__}: {e}")
-        return
-    register = getattr(mod, "register", None)
-    if register is None:
-        problems.append(f"{modname}: no register(subparsers)")
+        problems.append(f"benchmarks.commands: {type(e).__name__}: {e}")
         return
     register(sub)
 
@@ -168,12 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float, default=None, metavar="S", help="search time budget")
     p.set_defaults(func=cmd_solve)
 
-    from factorspec.natural_plan.cli import register as register_natural_plan
+    from benchmarks.natural_plan.command import register as register_natural_plan
     register_natural_plan(sub)
 
     problems: list[str] = []
-    for modname in OPTIONAL_COMMANDS:
-        _optional_register(modname, sub, problems)
+    _register_benchmark_commands(sub, problems)
     if problems:
         parser.epilog = "unavailable subcommand modules: " + "; ".join(problems)
     return parser

@@ -9,7 +9,7 @@ model's (FactorSpec's masks still make every finished record valid; the tokens p
 certain drafts are a property of the constraints, but where a record has real choices a random
 model chooses differently). Every output says so.
 
-Configurations (names as in `factorspec.bench.runner`): `syntax` (xgrammar, relations ignored),
+Configurations (names as in `benchmarks.runner`): `syntax` (xgrammar, relations ignored),
 `fs_mask` (FactorSpec masks, no drafts), `fs_full` (certain runs + trees, per-request width),
 each with in-process matchers; a `+pool` suffix serves the FactorSpec configuration from
 `--workers` CPU mask worker processes (`Engine(..., pool=MaskWorkerPool(...))`).
@@ -88,7 +88,7 @@ def default_data() -> str:
     f = CARRY / "data" / "natural_plan" / "trip_planning_100.json"
     if f.is_file():
         return str(f)
-    from factorspec.bench.cli import _default_data
+    from benchmarks.commands import _default_data
 
     return _default_data()
 
@@ -177,8 +177,8 @@ def _odd_finishes(rows: list[dict], n: int = 3) -> list[str]:
 def run_all(args: argparse.Namespace) -> tuple[dict, int]:
     import torch
 
-    from factorspec.bench.cli import _problems
-    from factorspec.bench.runner import Context, run_config, summarize
+    from benchmarks.commands import _problems
+    from benchmarks.runner import Context, run_config, summarize
     from factorspec.models import load_tokenizer
     from factorspec.models.tokens import logits_vocab_size
 

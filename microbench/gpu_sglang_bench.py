@@ -4,7 +4,7 @@
     ngram     NGRAM speculation (corpus drafts) + xgrammar, plain schema
     factorspec  FactorSpec grammar backend (relations) + NGRAM worker with FactorSpec drafts
 
-Per configuration: valid rate (factorspec.natural_plan.check_plan), accepted tokens per verify
+Per configuration: valid rate (benchmarks.natural_plan.check_plan), accepted tokens per verify
 step (SGLang's meta_info: completion_tokens / spec_verify_ct), decode throughput (completion
 tokens / wall second of the batch) and valid records per GPU-second (one GPU). Writes a JSON
 line per configuration to --out and prints a table.
@@ -52,15 +52,15 @@ def convert_model(name: str, out: Path) -> Path:
 
 def load_problems(n: int):
     from factorspec.data import natural_plan_file
-    from factorspec.natural_plan import load_instances
+    from benchmarks.natural_plan import load_instances
 
     p = natural_plan_file()
     if p.exists():
         probs = list(load_instances(str(p)).values())
         src = str(p)
     else:  # generated instances with the same rules (the data file is not on this machine)
-        from factorspec.natural_plan.generate import generate_file
-        from factorspec.natural_plan.problem import parse_instance
+        from benchmarks.natural_plan.generate import generate_file
+        from benchmarks.natural_plan.problem import parse_instance
 
         probs = []
         for cities in range(3, 11):
@@ -81,9 +81,9 @@ def run_config(name: str, model_dir: Path, problems, args) -> dict:
     import sglang as sgl
     from transformers import AutoTokenizer
 
-    from factorspec.natural_plan import to_spec
-    from factorspec.natural_plan.check import check_plan
-    from factorspec.natural_plan.problem import json_prompt
+    from benchmarks.natural_plan import to_spec
+    from benchmarks.natural_plan.check import check_plan
+    from benchmarks.natural_plan.problem import json_prompt
 
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     prompts = [tok.apply_chat_template([{"role": "user", "content": json_prompt(p)}], tokenize=False,

@@ -153,7 +153,7 @@ def _pct(xs: list[float], q: float) -> float:
 def cases(per_family: int) -> list[tuple[str, Optional[int], str, dict, dict]]:
     """(family, cities, id, spec, golden record)."""
     from factorspec.data import natural_plan_file
-    from factorspec.natural_plan import generate, golden_record, load_instances, parse_instance, to_spec
+    from benchmarks.natural_plan import generate, golden_record, load_instances, parse_instance, to_spec
     out = []
     probs = load_instances(str(natural_plan_file()))
     for n in (3, 5, 10):

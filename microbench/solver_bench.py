@@ -3,7 +3,7 @@
     python -m microbench solver_bench [--sizes 3,5,10,20,50] [--instances 10] [--file F.json] [--out-dir DIR]
 
 For each NATURAL PLAN instance (the shared data for 3, 5 and 10 cities; instances from
-`factorspec.natural_plan.generate` for 20 and 50), in one process:
+`benchmarks.natural_plan.generate` for 20 and 50), in one process:
   * compile: `compile_spec(to_spec(problem))`;
   * solve: `cs.solve()` on a freshly compiled spec (the first complete search);
   * feasible domain per slot: walking the golden record's decisions in document order (the vars'
@@ -29,7 +29,7 @@ from typing import Any, Optional
 from factorspec.data import natural_plan_file
 from factorspec.errors import BudgetExceeded
 from factorspec.graph import Budget, compile_spec
-from factorspec.natural_plan import generate_file, golden_record, parse_instance, to_spec
+from benchmarks.natural_plan import generate_file, golden_record, parse_instance, to_spec
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED_SIZES = (3, 5, 10)

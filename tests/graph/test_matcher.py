@@ -395,7 +395,7 @@ def test_mask_subset_of_xgrammar_without_relations(key: str, tok: str, vocab_of:
 def test_golden_texts_accepted_by_both(tok: str, vocab_of: Any, xgr_info_of: Any) -> None:
     """Golden records (example records, NATURAL PLAN golden plans) pass both engines, on the
     spec's own tokens; with relations FactorSpec accepts them too."""
-    from factorspec.natural_plan import golden_record, load_instances
+    from benchmarks.natural_plan import golden_record, load_instances
     from factorspec.data import natural_plan_file
     v = vocab_of(tok)
     probs = load_instances(str(natural_plan_file()))

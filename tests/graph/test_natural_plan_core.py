@@ -12,7 +12,7 @@ import pytest
 from factorspec.data import natural_plan_file
 from factorspec.errors import Unsatisfiable
 from factorspec.graph import compile_spec
-from factorspec.natural_plan import TripProblem, check_plan, golden_record, parse_instance, to_spec
+from benchmarks.natural_plan import TripProblem, check_plan, golden_record, parse_instance, to_spec
 
 # ten-city instances with more than one valid plan (all others have exactly one)
 KNOWN_COUNTS = {"trip_planning_example_1511": 2, "trip_planning_example_1568": 2,

@@ -29,7 +29,7 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vllm_e2e")
     for cfg in ("factorspec", "factorspec_draft", "xgrammar_ngram"):
         path = tmp / f"{cfg}.json"
-        cmd = [sys.executable, "-m", "factorspec.integrations.vllm.bench", "run", "--config", cfg,
+        cmd = [sys.executable, "-m", "benchmarks.vllm_e2e", "run", "--config", cfg,
                "--model", MODEL, "--n", str(N), "--k", "32", "--max-tokens", "400", "--out", str(path)]
         env = cpu_env()
         env["FACTORSPEC_VLLM_MASK_WORKERS"] = "2" if cfg == "factorspec_draft" else "0"

@@ -87,7 +87,7 @@ def _client(base):
 
 
 def _ask(base, problem, schema, max_tokens=400):
-    from factorspec.natural_plan import json_prompt
+    from benchmarks.natural_plan import json_prompt
 
     return _client(base).chat.completions.create(
         model=NAME, messages=[{"role": "user", "content": json_prompt(problem)}], temperature=0,
@@ -99,8 +99,8 @@ def test_plain_and_factorspec_requests_share_the_engine(server):
     FactorSpec request then installs FactorSpecBackend, which adopts it; then both kinds at once."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from factorspec.natural_plan import to_spec
-    from factorspec.natural_plan.check import check_plan
+    from benchmarks.natural_plan import to_spec
+    from benchmarks.natural_plan.check import check_plan
 
     base, _proc, _log = server
     p = trip_instances(1)[0]
@@ -122,8 +122,8 @@ def test_plain_and_factorspec_requests_share_the_engine(server):
 
 
 def test_valid_records_over_http(server):
-    from factorspec.natural_plan import to_spec
-    from factorspec.natural_plan.check import check_plan
+    from benchmarks.natural_plan import to_spec
+    from benchmarks.natural_plan.check import check_plan
 
     base, _proc, _log = server
     for p in trip_instances(2):
@@ -134,7 +134,7 @@ def test_valid_records_over_http(server):
 
 
 def test_bad_requests_get_400_and_the_server_stays_healthy(server):
-    from factorspec.natural_plan import to_spec
+    from benchmarks.natural_plan import to_spec
 
     base, proc, _log = server
     p = trip_instances(1)[0]
@@ -160,7 +160,7 @@ def test_bad_requests_get_400_and_the_server_stays_healthy(server):
     assert ei.value.status_code == 400
 
     assert proc.poll() is None and _healthy(base)
-    from factorspec.natural_plan.check import check_plan
+    from benchmarks.natural_plan.check import check_plan
 
     r = _ask(base, p, doc)  # still serving valid records after the bad ones
     assert check_plan(p, json.loads(r.choices[0].message.content)) == []

@@ -28,7 +28,7 @@ def vocab():
 
 @pytest.fixture(scope="module")
 def doc():
-    from factorspec.natural_plan import to_spec
+    from benchmarks.natural_plan import to_spec
 
     return to_spec(trip_instances(1)[0])
 

@@ -38,7 +38,7 @@ def model_dir() -> str:
 
 
 def cpu_env() -> dict[str, str]:
-    from factorspec.integrations.vllm.bench import cpu_env as env
+    from benchmarks.vllm_e2e import cpu_env as env
 
     return dict(os.environ, **env())
 
@@ -58,7 +58,7 @@ def entry_point_dir(base: Path) -> Path:
 
 
 def trip_instances(n: int) -> list[Any]:
-    from factorspec.integrations.vllm.bench import instances
+    from benchmarks.vllm_e2e import instances
 
     try:
         return instances(n)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from factorspec.natural_plan import (
+from benchmarks.natural_plan import (
     TripProblem, check_plan, generate_file, golden_record, iter_plans, parse_instance,
 )
 
@@ -113,7 +113,7 @@ def test_event_containment_not_equality() -> None:
     raw = generate_file(3, 0, 1)["generated_n3_s0_0"]
     p = parse_instance("x", raw)
     g = golden_record(p)["itinerary"]
-    from factorspec.natural_plan import Event
+    from benchmarks.natural_plan import Event
     leg = g[1]
     p.events = [Event(leg["city"], leg["start_day"] + 1, leg["end_day"], "friend", "s")]
     assert check_plan(p, {"itinerary": g}) == []

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from factorspec.natural_plan import check_plan, parse_instance
-from factorspec.natural_plan.cli import main, register
+from benchmarks.natural_plan import check_plan, parse_instance
+from benchmarks.natural_plan.command import main, register
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_register_into_a_host_parser(tmp_path: Path) -> None:
 
 def test_python_dash_m(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-m", "factorspec.natural_plan.cli", "natural-plan", "generate",
+    r = subprocess.run([sys.executable, "-m", "benchmarks.natural_plan.command", "natural-plan", "generate",
                         "--cities", "3", "--seed", "9", "--count", "2", "--out", str(tmp_path / "g.json")],
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

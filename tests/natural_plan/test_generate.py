@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from factorspec.natural_plan import (
+from benchmarks.natural_plan import (
     CITY_POOL, check_plan, generate, generate_file, golden_record, parse_instance,
 )
-from factorspec.natural_plan.generate import generate_one
-from factorspec.natural_plan.problem import RAW_KEYS
+from benchmarks.natural_plan.generate import generate_one
+from benchmarks.natural_plan.problem import RAW_KEYS
 
 SIZES = (3, 5, 10, 20, 50)
 

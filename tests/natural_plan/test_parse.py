@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.natural_plan import NaturalPlanError, TripProblem, json_prompt, parse_instance
 from factorspec.errors import FactorSpecError
-from factorspec.natural_plan import NaturalPlanError, TripProblem, json_prompt, parse_instance
 
 FIRST = "trip_planning_example_1060"
 

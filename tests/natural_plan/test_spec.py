@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from factorspec.natural_plan import (
+from benchmarks.natural_plan import (
     Event, Leg, TripProblem, check_plan, generate_file, golden_record, parse_instance, to_spec,
 )
 

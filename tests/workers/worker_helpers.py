@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from factorspec.graph.token_vocab import unpack_mask
-from factorspec.natural_plan import generate, parse_instance, to_spec
-from factorspec.natural_plan.generate import instance_id
+from benchmarks.natural_plan import generate, parse_instance, to_spec
+from benchmarks.natural_plan.generate import instance_id
 from factorspec.workers import BytesVocab
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -1,8 +1,8 @@
 """End-to-end NATURAL PLAN runs through vLLM (CPU), one engine configuration per process.
 
-    python -m factorspec.integrations.vllm.bench run --config factorspec_draft --model smollm2-135m \
+    python -m benchmarks.vllm_e2e run --config factorspec_draft --model smollm2-135m \
         --n 3 --out /tmp/fs.json
-    python -m factorspec.integrations.vllm.bench all --model qwen2.5-coder-0.5b --n 20 --out-dir bench/vllm
+    python -m benchmarks.vllm_e2e all --model qwen2.5-coder-0.5b --n 20 --out-dir bench/vllm
 
 Configurations (greedy, temperature 0, max_tokens 512; records one at a time, or with
 ``--batch B`` all records submitted at once to an engine with max_num_seqs B):
@@ -12,7 +12,7 @@ Configurations (greedy, temperature 0, max_tokens 512; records one at a time, or
   factorspec_draft  FactorSpec masks plus FactorSpec certain drafts (custom_class proposer, K)
 
 Per record: output text and token ids, validity (JSON parse + the task's rules via
-`factorspec.natural_plan.check_plan`), output tokens, model forwards (tokens - accepted drafts:
+`benchmarks.natural_plan.check_plan`), output tokens, model forwards (tokens - accepted drafts:
 each forward yields one sampled token plus the drafts it accepted; the first is the prefill),
 vLLM's spec-decode counters for the record, and seconds; per run: vLLM's spec-decode counters (drafts, draft tokens,
 accepted tokens). Engines run in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0) with the plugin
@@ -244,7 +244,7 @@ def prompt_ids(tok: Any, content: str) -> list[int]:
 
 
 def validate(problem: Any, text: str) -> tuple[bool, str]:
-    from factorspec.natural_plan.check import check_plan
+    from benchmarks.natural_plan.check import check_plan
 
     try:
         rec = json.loads(text)
@@ -255,8 +255,8 @@ def validate(problem: Any, text: str) -> tuple[bool, str]:
 
 
 def instances(n: Optional[int], skip: int = 0) -> list[Any]:
+    from benchmarks.natural_plan import load_instances
     from factorspec.data import shared_data_dir
-    from factorspec.natural_plan import load_instances
 
     items = list(load_instances(str(shared_data_dir() / "natural_plan" / "trip_planning_100.json")).values())
     items = items[skip:]
@@ -264,8 +264,8 @@ def instances(n: Optional[int], skip: int = 0) -> list[Any]:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    from benchmarks.natural_plan import json_prompt, to_spec
     from factorspec.integrations.vllm.models import hf_model_dir
-    from factorspec.natural_plan import json_prompt, to_spec
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     if a.batch > 1 and a.time_budget:
@@ -333,7 +333,7 @@ def _run_info(a: argparse.Namespace, llm: Any, start_s: float) -> dict[str, Any]
 
 
 def _run_batched(a: argparse.Namespace, llm: Any, tok: Any, probs: list, start_s: float) -> int:
-    from factorspec.natural_plan import json_prompt, to_spec
+    from benchmarks.natural_plan import json_prompt, to_spec
 
     jobs, by_rid = [], {}
     for i, p in enumerate(probs):
@@ -414,7 +414,7 @@ def cmd_all(a: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, **cpu_env())
     for cfg in a.configs.split(","):
-        cmd = [sys.executable, "-m", "factorspec.integrations.vllm.bench", "run", "--config", cfg,
+        cmd = [sys.executable, "-m", "benchmarks.vllm_e2e", "run", "--config", cfg,
                "--model", a.model, "--k", str(a.k), "--max-tokens", str(a.max_tokens),
                "--out", str(out_dir / f"{a.model}-{cfg}{_tag(a.tag)}.json"), "--skip", str(a.skip),
                "--batch", str(a.batch)]
@@ -487,7 +487,7 @@ def cmd_summary(a: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="factorspec.integrations.vllm.bench")
+    ap = argparse.ArgumentParser(prog="benchmarks.vllm_e2e")
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("run", "all"):
         p = sub.add_parser(name)

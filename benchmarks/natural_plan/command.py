@@ -15,9 +15,9 @@ import os
 import sys
 from typing import Any, Sequence
 
-from factorspec.natural_plan.generate import CITY_POOL, generate_file
-from factorspec.natural_plan.problem import NaturalPlanError, parse_instance
-from factorspec.natural_plan.spec import golden_record, to_spec
+from benchmarks.natural_plan.generate import CITY_POOL, generate_file
+from benchmarks.natural_plan.problem import NaturalPlanError, parse_instance
+from benchmarks.natural_plan.trip_spec import golden_record, to_spec
 
 _GEN_OPTS = ("cities", "seed", "count", "out")
 
@@ -124,7 +124,7 @@ def _generate(n: int, seed: int, count: int, out: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry (`python -m factorspec.natural_plan.cli natural-plan ...`); the main
+    """Standalone entry (`python -m benchmarks.natural_plan.command natural-plan ...`); the main
     `factorspec` CLI registers the same subcommand."""
     parser = argparse.ArgumentParser(prog="factorspec")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from factorspec.natural_plan.problem import TripProblem
+from benchmarks.natural_plan.problem import TripProblem
 
 _KEYS = ("city", "start_day", "end_day")
 

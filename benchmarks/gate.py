@@ -36,7 +36,7 @@ def check(summary: dict, thresholds: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--thresholds", default=os.path.join(os.path.dirname(__file__), "..", "..", "bench", "thresholds.json"))
+    ap.add_argument("--thresholds", default=os.path.join(os.path.dirname(__file__), "..", "bench", "thresholds.json"))
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     with open(args.thresholds) as fh:

@@ -5,7 +5,7 @@ import json
 import re
 from typing import Any
 
-from factorspec.natural_plan.problem import TripProblem
+from benchmarks.natural_plan.problem import TripProblem
 
 
 def _ident(city: str) -> str:

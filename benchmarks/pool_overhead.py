@@ -1,7 +1,7 @@
 """Round-trip overhead of the mask worker pool: submit_step + collect per step, against the
 workers' own compute time for that step.
 
-    python -m factorspec.workers.bench --workers 2 --requests 8 64 --steps 100
+    python -m benchmarks.pool_overhead --workers 2 --requests 8 64 --steps 100
 
 Each request advances one token per step (the first draft token, or the first allowed token)
 with a small byte-level vocabulary and NATURAL PLAN specs, so the numbers isolate the pool's
@@ -17,7 +17,7 @@ import numpy as np
 
 from factorspec.workers.pool import MaskWorkerPool
 from factorspec.workers.protocol import StepItem
-from factorspec.workers.vocabs import BytesVocab
+from factorspec.workers.vocab_recipes import BytesVocab
 
 _MERGES = [b'"', b'": ', b', ', b'{"', b'"}', b'day', b'city', b'": "', b'", "', b'}, {', b'[{', b'}]']
 TOKENS = tuple([bytes([i]) for i in range(256)] + _MERGES + [b""])
@@ -25,7 +25,7 @@ VOCAB = BytesVocab(TOKENS, (len(TOKENS) - 1,), 320, "bench-bytes")
 
 
 def _specs(count: int, n_cities: int, seed: int) -> list[dict]:
-    from factorspec.natural_plan import generate, parse_instance, to_spec
+    from benchmarks.natural_plan import generate, parse_instance, to_spec
 
     return [to_spec(parse_instance(f"bench{k}", raw)) for k, raw in enumerate(generate(n_cities, seed, count))]
 

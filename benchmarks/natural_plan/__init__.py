@@ -1,8 +1,8 @@
 """NATURAL PLAN trip planning: parse instances, compile them to FactorSpec specs, check plans
 independently, and generate synthetic instances of any size."""
-from factorspec.natural_plan.check import check_plan, iter_plans
-from factorspec.natural_plan.generate import CITY_POOL, generate, generate_file
-from factorspec.natural_plan.problem import (
+from benchmarks.natural_plan.check import check_plan, iter_plans
+from benchmarks.natural_plan.generate import CITY_POOL, generate, generate_file
+from benchmarks.natural_plan.problem import (
     Event,
     Leg,
     NaturalPlanError,
@@ -11,7 +11,7 @@ from factorspec.natural_plan.problem import (
     load_instances,
     parse_instance,
 )
-from factorspec.natural_plan.spec import golden_record, to_spec
+from benchmarks.natural_plan.trip_spec import golden_record, to_spec
 
 __all__ = [
     "CITY_POOL", "Event", "Leg", "NaturalPlanError", "TripProblem", "check_plan", "generate",

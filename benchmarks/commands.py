@@ -17,7 +17,7 @@ def _default_data() -> str:
 
 
 def _problems(path: str, limit: int | None) -> list:
-    from factorspec.natural_plan import load_instances
+    from benchmarks.natural_plan import load_instances
 
     probs = list(load_instances(path).values())
     return probs[:limit] if limit else probs
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from factorspec.bench.runner import load_context, run_config, summarize
+    from benchmarks.runner import load_context, run_config, summarize
 
     probs = _problems(args.natural_plan or _default_data(), args.limit)
     ctx = load_context(args.model, args.max_width, args.workers)
@@ -85,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from factorspec.bench.runner import BASE_CONFIGS, load_context, run_config, summarize
+    from benchmarks.runner import BASE_CONFIGS, load_context
 
     probs = _problems(args.natural_plan or _default_data(), args.limit)
     configs = args.configs.split(",") if args.configs else list(BASE_CONFIGS)
@@ -102,7 +102,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace, ctx: Any, probs: list, configs: list, batches: list) -> int:
-    from factorspec.bench.runner import run_config, summarize
+    from benchmarks.runner import run_config, summarize
 
     os.makedirs(args.out, exist_ok=True)
     summary: dict = {"machine": _machine(), "model": args.model or "qwen2.5-coder-0.5b", "workers": args.workers,

@@ -17,13 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from factorspec.bench.baselines import NgramXGrammarConstraint, XGrammarCompilerCache, XGrammarConstraint
-from factorspec.graph.width import CertainWidth, CostModel
+from benchmarks.baselines import NgramXGrammarConstraint, XGrammarCompilerCache, XGrammarConstraint
+from benchmarks.natural_plan import TripProblem, golden_record, json_prompt, to_spec
+from factorspec.draft.width import CertainWidth, CostModel
 from factorspec.errors import FactorSpecError
-from factorspec.graph import compile_spec
+from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.textstate import TextMachine
-from factorspec.natural_plan import TripProblem, golden_record, json_prompt, to_spec
 
 BASE_CONFIGS = ("unconstrained", "syntax", "syntax_retry", "syntax_ngram_4", "syntax_ngram_8",
                 "syntax_ngram_16", "fs_mask", "fs_chain", "fs_full")
@@ -44,13 +44,12 @@ class Context:
     _pool: Any = None
     _vocab: Any = None
     _xgr: Any = None
-    _machines: dict = field(default_factory=dict)
-    _specs: dict = field(default_factory=dict)
+    compiler: SpecCompiler = field(default_factory=lambda: SpecCompiler(cache_limit=1024))
 
     @property
     def vocab(self) -> Any:
         if self._vocab is None:
-            from factorspec.models.vocab import vocab_for
+            from factorspec.models.hf_vocab import vocab_for
 
             self._vocab = vocab_for(self.tok, self.vocab_size)
         return self._vocab
@@ -81,14 +80,10 @@ class Context:
             self._pool = None
 
     def spec(self, p: TripProblem) -> Any:
-        if p.id not in self._specs:
-            self._specs[p.id] = compile_spec(to_spec(p))
-        return self._specs[p.id]
+        return self.compiler.compile(to_spec(p)).spec
 
     def machine(self, p: TripProblem) -> TextMachine:
-        if p.id not in self._machines:
-            self._machines[p.id] = TextMachine(self.spec(p))
-        return self._machines[p.id]
+        return self.compiler.compile(to_spec(p)).machine
 
 
 def load_context(model_name: Optional[str], max_width: int = 64, workers: int = 0) -> Context:
@@ -112,8 +107,8 @@ def _constraint(ctx: Context, config: str, p: TripProblem, prompt_ids: Sequence[
     if config.startswith("syntax"):
         g = ctx.xgr.compile(to_spec(p))
         if config.startswith("syntax_ngram"):
-            return NgramXGrammarConstraint(g, ctx.xgr.xgr, stops, prompt_ids)
-        return XGrammarConstraint(g, ctx.xgr.xgr, stops)
+            return NgramXGrammarConstraint(g, stops, prompt_ids)
+        return XGrammarConstraint(g, stops)
     m = Matcher(ctx.machine(p), ctx.vocab)
     m.set_prompt(prompt_ids)
     return m

@@ -1,1 +1,0 @@
-"""The main job (`factorspec run`) and the side-by-side benchmark (`factorspec bench`)."""
