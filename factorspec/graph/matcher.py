@@ -170,17 +170,12 @@ class Matcher:
         from factorspec.graph.token_vocab import unpack_mask
         return unpack_mask(self.next_token_mask(), self.vocab.vocab_size)
 
-    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
+    def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
+        """Row `index` of an int32 numpy bitmask (engines holding torch tensors go through
+        `factorspec.integrations.bitmask_rows.fill_row`)."""
         row = self.next_token_mask()
-        if isinstance(bitmask, np.ndarray):
-            bitmask[index, :] = 0
-            bitmask[index, : len(row)] = row[: bitmask.shape[1]]
-            return
-        import torch  # engines pass torch tensors; the core does not need torch otherwise
-
-        bitmask[index].zero_()
-        w = min(len(row), bitmask.shape[1])
-        bitmask[index, :w] = torch.from_numpy(row[:w]).to(bitmask.device)
+        bitmask[index, :] = 0
+        bitmask[index, : len(row)] = row[: bitmask.shape[1]]
 
     def _boundary_mask(self) -> np.ndarray:
         v, m = self.vocab, self.m

@@ -41,6 +41,7 @@ import torch
 
 from factorspec.constraint import DraftTree
 from factorspec.graph.matcher import Matcher
+from factorspec.integrations.bitmask_rows import fill_row
 
 
 def _matcher_of(g: Any) -> Matcher:
@@ -198,7 +199,7 @@ class FactorSpecDrafter:
                     stack.append((j, False))
                 if m.is_terminated():
                     continue
-                m.fill_next_token_bitmask(rows, j)
+                fill_row(m, rows, j)
                 for c in reversed(children[j]):
                     stack.append((c, True))
         return out

@@ -31,6 +31,7 @@ from factorspec.graph.matcher import Matcher
 from factorspec.graph.spec import CompiledSpec
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.token_vocab import TokenVocab
+from factorspec.integrations.bitmask_rows import fill_row
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class SGLangFactorSpecGrammar(BaseGrammarObject):
 
     def fill_vocab_mask(self, vocab_mask: torch.Tensor, idx: int) -> None:
         # Writes the whole row (zeroes past FactorSpec's vocabulary), so no reset is needed.
-        self.matcher.fill_next_token_bitmask(vocab_mask, idx)
+        fill_row(self.matcher, vocab_mask, idx)
 
     @staticmethod
     def reset_vocab_mask(vocab_mask: torch.Tensor) -> None:

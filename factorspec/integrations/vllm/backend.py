@@ -26,6 +26,7 @@ import numpy as np
 from vllm.v1.structured_output.backend_types import (StructuredOutputBackend, StructuredOutputGrammar,
                                                      StructuredOutputOptions)
 
+from factorspec.integrations.bitmask_rows import fill_row
 from factorspec.integrations.vllm.rows import (FACTORSPEC_KEY, compile_checked, fill_rows, is_factorspec_schema,
                                                rows_for, schema_of, with_stops)
 
@@ -84,7 +85,7 @@ class VLLMFactorSpecGrammar(StructuredOutputGrammar):
         self.matcher.rollback(num_tokens)
 
     def fill_bitmask(self, bitmask: Any, batch_index: int) -> None:
-        self.matcher.fill_next_token_bitmask(bitmask, batch_index)
+        fill_row(self.matcher, bitmask, batch_index)
 
     def is_terminated(self) -> bool:
         return self.matcher.is_terminated()
