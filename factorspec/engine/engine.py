@@ -11,6 +11,12 @@ Only the accepted path's KV entries are kept (see kvstore.KVStore.commit), so th
 greedy masked decoding one token per forward (up to floating-point differences between forward
 shapes).
 
+Sampling (`Request.sampling`: temperature, top-k, top-p, seed): every verify row samples its
+token from its masked distribution instead of taking the argmax, and verification follows the
+sampled tokens exactly as it follows argmaxes (see factorspec.engine.sampling for why this is
+lossless with deterministic drafts and trees, and why a seeded request samples the same tokens
+with and without drafts).
+
 With a `MaskWorkerPool` (`Engine(..., pool=pool)`), requests that carry a spec (`Request.spec`)
 keep their matcher in a CPU worker process instead: each step sends the tokens accepted since the
 last step, the worker answers with the draft (phase 1, which the forward needs), and writes the
@@ -20,6 +26,7 @@ made between forwards; the mask rows, the larger share of the constraint work, o
 """
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -30,6 +37,7 @@ import torch
 from factorspec import kernels
 from factorspec.constraint import DraftTree, RequestConstraint, fill_tree_bitmask, truncate_draft
 from factorspec.engine.kvstore import KVStore
+from factorspec.engine.sampling import GREEDY, SamplingParams, sample_row
 
 MODES = ("spec", "chain", "greedy")
 
@@ -115,7 +123,8 @@ class Request:
     """One generation request. `width` overrides the engine's width policy for this request.
 
     `spec` (a FactorSpec spec document, dict or JSON text) instead of `constraint`: the request is
-    served by the engine's mask worker pool (the engine must have one)."""
+    served by the engine's mask worker pool (the engine must have one). `sampling`: greedy by
+    default; a request without a seed gets one drawn at admission (Result.seed)."""
 
     prompt_ids: Sequence[int]
     constraint: RequestConstraint | None = None
@@ -123,6 +132,7 @@ class Request:
     width: int | Callable[["RequestState", int], int] | None = None
     id: Any = None
     spec: Any = None
+    sampling: SamplingParams = GREEDY
 
 
 @dataclass
@@ -143,6 +153,7 @@ class Result:
     tokens: list[int]
     finish_reason: str  # "stop", "length", "no_allowed_token", "constraint_rejected"
     stats: RequestStats
+    seed: int | None = None  # the sampling seed used (None for greedy requests)
 
 
 @dataclass
@@ -157,6 +168,7 @@ class RequestState:
     last_drafted: int = -1  # draft nodes sent in the previous step (-1: none yet)
     last_accepted: int = 0  # of which accepted
     rid: Any = None  # key in the mask worker pool (pooled requests only)
+    seed: int | None = None  # sampling seed (sampled requests only)
     unsent: list[int] = field(default_factory=list)  # tokens committed since the pool last saw them
 
 
@@ -183,7 +195,7 @@ def adaptive_width(max_width: int = 64, min_width: int = 4, batch_scale: bool = 
 
 
 class Engine:
-    """Greedy engine over a transformers causal LM.
+    """Engine over a transformers causal LM (greedy or sampled per request).
 
     `stop_token_ids`: tokens that end a request (in addition to `constraint.is_terminated()`).
     `width`: default width policy (int or callable (state, batch_size) -> int), capped by
@@ -228,6 +240,7 @@ class Engine:
         self.mask_mapping = "sliding_attention" in layer_types or "full_attention" in layer_types
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
+        self._seeds = random.SystemRandom()  # seeds for sampled requests that bring none
 
     # ------------------------------------------------------------------ forwards
     def _attn_arg(self, attn: torch.Tensor, pos_q: torch.Tensor, pos_k: torch.Tensor | None):
@@ -294,7 +307,7 @@ class Engine:
                     else:
                         st.stats.seconds = time.perf_counter() - st.t0
                         st.stats.tokens = len(st.tokens)
-                        results[st.index] = Result(st.request, st.tokens, st.finish_reason, st.stats)
+                        results[st.index] = Result(st.request, st.tokens, st.finish_reason, st.stats, st.seed)
                         if st.rid is not None:
                             self.pool.remove_request(st.rid)
                 kv.keep_rows(keep)
@@ -306,6 +319,8 @@ class Engine:
         if not prompt:
             raise ValueError("empty prompt")
         st = RequestState(index=index, request=req, root=prompt[-1], t0=time.perf_counter())
+        if not req.sampling.greedy:
+            st.seed = req.sampling.seed if req.sampling.seed is not None else self._seeds.getrandbits(63)
         if req.spec is not None:
             if req.constraint is not None:
                 raise ValueError("a request has either a constraint or a spec, not both")
@@ -464,7 +479,8 @@ class Engine:
             constrained_rows.extend(range(o, o + n))
         t3 = time.perf_counter()
         self.timings["masks"] += t3 - t2
-        pred_t, dead_t = self._masked_predict(h_rows, bitmask, constrained_rows)
+        sampled = self._sampled_rows(active, tb, offsets)
+        pred_t, dead_t = self._masked_predict(h_rows, bitmask, constrained_rows, sampled)
         pred, dead = pred_t.tolist(), dead_t.tolist()
         verified = verify_batch(pred_t, tb)
         keep: list[list[int]] = []
@@ -505,14 +521,32 @@ class Engine:
         kv.commit(cache, L, keep)
         self.timings["verify"] += time.perf_counter() - t3
 
-    def _masked_predict(self, h_rows: torch.Tensor, bitmask: np.ndarray,
-                        constrained_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked argmax of every verify row, and whether the row allows no token.
+    @staticmethod
+    def _sampled_rows(active: list[RequestState], tb: TreeBatch,
+                      offsets: np.ndarray) -> dict[int, tuple[SamplingParams, int, int]]:
+        """Flat verify row -> (params, seed, absolute position of the token it samples) for the
+        rows of sampled requests (node j of request b predicts position position_ids[b, j] + 1)."""
+        out: dict[int, tuple[SamplingParams, int, int]] = {}
+        for b, st in enumerate(active):
+            if st.seed is None or st.finish_reason is not None:
+                continue
+            o = int(offsets[b])
+            pos = tb.position_ids[b, : tb.n_nodes[b]].tolist()
+            for j, p in enumerate(pos):
+                out[o + j] = (st.request.sampling, st.seed, int(p) + 1)
+        return out
+
+    def _masked_predict(self, h_rows: torch.Tensor, bitmask: np.ndarray, constrained_rows: list[int],
+                        sampled: dict[int, tuple[SamplingParams, int, int]] | None = None,
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The token of every verify row (masked argmax, or a masked sample for the rows in
+        `sampled`), and whether the row allows no token.
 
         A row whose mask allows exactly one token (a certain position: nearly every row of a
-        NATURAL PLAN record) has that token as its masked argmax whatever the logits, so the
-        output projection (hidden x vocabulary, a quarter of a small model's compute at a
-        151,936-token vocabulary) runs only on the other rows. Same result as projecting all."""
+        NATURAL PLAN record) has that token as its masked argmax, and as its only possible sample,
+        whatever the logits, so the output projection (hidden x vocabulary, a quarter of a small
+        model's compute at a 151,936-token vocabulary) runs only on the other rows. Same result as
+        projecting all."""
         T = h_rows.shape[0]
         forced = np.full(T, -1, dtype=np.int64)
         empty = np.zeros(T, dtype=bool)
@@ -546,6 +580,11 @@ class Engine:
                 row_map = None
             p = masked_argmax(logits, bm, row_map)
             d = torch.isneginf(logits.gather(1, p.view(-1, 1)).view(-1))
+            if sampled:
+                for i, row in enumerate(need.tolist()):
+                    if row in sampled and not bool(d[i]):
+                        params, seed, position = sampled[row]
+                        p[i] = sample_row(logits[i], params, seed, position)
             pred[need] = p.cpu()
             dead[need] = d.cpu()
         return pred, dead
