@@ -1,4 +1,4 @@
-"""`factorspec run` (the main job) and `factorspec bench` (all configurations side by side)."""
+"""`factorspec run`'s NATURAL PLAN main job and `factorspec bench` (all configurations side by side)."""
 from __future__ import annotations
 
 import argparse
@@ -41,16 +41,8 @@ def _machine() -> dict:
 
 
 def register(sub: Any) -> None:
-    r = sub.add_parser("run", help="decode NATURAL PLAN instances with FactorSpec (the main job)")
-    r.add_argument("--natural-plan", default=None, help="NATURAL PLAN file (default: the shared one)")
-    r.add_argument("--limit", type=int, default=None)
-    r.add_argument("--model", default=None, help="model name (qwen2.5-coder-0.5b, smollm2-135m, ...) or path")
-    r.add_argument("--batch", type=int, default=1)
-    r.add_argument("--max-width", type=int, default=64)
-    r.add_argument("--workers", type=int, default=1,
-                   help="CPU mask worker processes (masks of every draft node computed during the forward); 0: in-process")
-    r.add_argument("--out", required=True, help="output JSONL")
-    r.set_defaults(func=cmd_run)
+    """`factorspec bench` (`factorspec run` is defined in factorspec.cli and calls `cmd_run`
+    for the NATURAL PLAN main job)."""
     b = sub.add_parser("bench", help="all decoding configurations side by side on the same prompts")
     b.add_argument("--natural-plan", default=None)
     b.add_argument("--limit", type=int, default=None)
@@ -66,6 +58,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """The main job: FactorSpec (`fs_full`) on the shared NATURAL PLAN instances."""
     from benchmarks.runner import load_context, run_config, summarize
 
     probs = _problems(args.natural_plan or _default_data(), args.limit)

@@ -3,14 +3,18 @@
   factorspec check SPEC RECORD      exit 0 valid, 1 violations (each printed), 2 bad spec/input
   factorspec solve SPEC [--count]   print one valid record (or the count); exit 3 unsatisfiable,
                                     2 bad spec/input, 4 budget exceeded
+  factorspec generate SPEC --prompt TEXT   one record for one prompt (exit 0 valid, 1 not, 2 bad input)
+  factorspec run --requests FILE    a user's own requests (JSONL, factorspec.requests_file)
+  factorspec run                    the main job: the shared NATURAL PLAN instances (benchmarks.commands)
   factorspec natural-plan ...       NATURAL PLAN files to spec files (benchmarks.natural_plan.command)
-  factorspec run / bench ...        decode NATURAL PLAN with the reference engine (benchmarks.commands)
+  factorspec bench ...              every decoding configuration side by side (benchmarks.commands)
 
 SPEC is a spec document (docs/spec.md), or an object {"spec": ..., "prompt": ..., "golden": ...}
 as written by `factorspec natural-plan --to-specs`; RECORD is a JSON file or `-` for stdin.
-`natural-plan`, `run` and `bench` are thin entry points into the top-level `benchmarks`
-package (installed beside `factorspec`): each registers itself through a `register(subparsers)`
-hook, imported when the parser is built, never when this module or the library is imported.
+`natural-plan`, `bench` and `run`'s NATURAL PLAN job are thin entry points into the top-level
+`benchmarks` package (installed beside `factorspec`), imported when the parser is built or the
+command runs, never when this module or the library is imported; `generate` and
+`run --requests` are the library's own (factorspec.generation).
 """
 from __future__ import annotations
 
@@ -119,16 +123,90 @@ def cmd_solve(args: argparse.Namespace) -> int:
         return _error(str(e))
 
 
-def _register_benchmark_commands(sub: Any, problems: list[str]) -> None:
-    """`run` and `bench` (benchmarks.commands). A failure to import them is reported in --help,
-    not fatal, so that `check`/`solve` keep working when an optional dependency of `run` is
-    missing."""
+def _register_optional(modname: str, sub: Any, problems: list[str]) -> None:
+    """A benchmarks subcommand module's `register(sub)`. A failure to import it is reported in
+    --help, not fatal, so that check/solve/generate keep working without it."""
     try:
-        from benchmarks.commands import register
-    except Exception as e:  # noqa: BLE001 - an optional command must not break check/solve
-        problems.append(f"benchmarks.commands: {type(e).__name__}: {e}")
+        import importlib
+
+        register = importlib.import_module(modname).register
+    except Exception as e:  # noqa: BLE001 - an optional command must not break the others
+        problems.append(f"{modname}: {type(e).__name__}: {e}")
         return
     register(sub)
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="model name (qwen2.5-coder-0.5b default, smollm2-135m, gemma3-270m), a GGUF file or a "
+                        "Hugging Face model directory")
+    p.add_argument("--max-width", type=int, default=64, help="most draft nodes verified per request and forward")
+    p.add_argument("--workers", type=int, default=1,
+                   help="CPU mask worker processes (masks of every draft node computed during the forward); "
+                        "0: in-process")
+
+
+def _progress(rec: Any) -> None:
+    state = "valid" if rec.valid else ("spec error" if rec.error else "INVALID")
+    print(f"[run] {rec.id}: {state} tokens={rec.tokens} steps={rec.verify_steps} seconds={rec.seconds}"
+          + (f" ({rec.error})" if rec.error else "")
+          + (f" violations: {'; '.join(rec.violations[:3])}" if rec.violations else ""),
+          file=sys.stderr, flush=True)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.requests is None:
+        from benchmarks.commands import cmd_run as natural_plan_job
+
+        return int(natural_plan_job(args))
+    if args.natural_plan is not None or args.limit is not None:
+        return _error("--requests cannot be combined with --natural-plan or --limit")
+    import os
+
+    from factorspec.generation import RecordGenerator, summarize
+    from factorspec.requests_file import load_requests
+
+    try:
+        reqs = load_requests(args.requests)  # every line checked before the model loads
+    except FactorSpecError as e:
+        return _error(str(e))
+    with RecordGenerator(args.model, workers=args.workers, batch=args.batch, max_width=args.max_width) as gen:
+        rows = gen.generate(reqs, on_done=_progress)
+        wall = gen.wall_seconds
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r.as_json(), ensure_ascii=False) + "\n")
+    s = summarize(rows, wall)
+    print(json.dumps(s, indent=2))
+    return EXIT_OK if s["valid"] == s["requests"] else EXIT_INVALID
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from factorspec.generation import RecordGenerator
+    from factorspec.requests_file import RequestsFileError, parse_request
+
+    try:
+        prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+        spec = spec_document(_read_json(args.spec, "spec"))
+        obj: dict[str, Any] = {"id": "generate", "spec": spec, "prompt": prompt, "max_tokens": args.max_tokens,
+                               "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k}
+        if args.seed is not None:
+            obj["seed"] = args.seed
+        req = parse_request(obj, "generate", ".", "generate")
+    except (InputError, RequestsFileError) as e:
+        return _error(str(e))
+    with RecordGenerator(args.model, workers=args.workers, batch=1, max_width=args.max_width) as gen:
+        (rec,) = gen.generate([req])
+    if rec.error:
+        return _error(rec.error)
+    if not rec.valid:
+        print(f"invalid record ({rec.finish_reason}): {'; '.join(rec.violations)}\n{rec.text}", file=sys.stderr)
+        return EXIT_INVALID
+    print(json.dumps(rec.record, ensure_ascii=False))
+    print(f"tokens {rec.tokens}, verify steps {rec.verify_steps}, seconds {rec.seconds}"
+          + (f", seed {rec.seed}" if rec.seed is not None else ""), file=sys.stderr)
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,11 +236,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float, default=None, metavar="S", help="search time budget")
     p.set_defaults(func=cmd_solve)
 
-    from benchmarks.natural_plan.command import register as register_natural_plan
-    register_natural_plan(sub)
+    p = sub.add_parser("generate", help="one record for one prompt (exit 0 valid, 1 not, 2 bad input)",
+                       description="Decode one record of SPEC for a prompt with FactorSpec (masks, certain "
+                                   "runs and draft trees); print it as JSON. Exit 1 if it is not valid, 2 "
+                                   "for a bad spec or input.")
+    p.add_argument("spec", metavar="SPEC", help="spec JSON file ('-' for stdin)")
+    p.add_argument("--prompt", required=True, help="the prompt text, or '-' to read it from stdin")
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=None)
+    _add_model_args(p)
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("run", help="decode a user's requests (--requests FILE.jsonl) or, by default, the "
+                                   "shared NATURAL PLAN instances (the main job)",
+                       description="With --requests: one request a line (id, prompt or chat messages, spec "
+                                   "inline or a path, max_tokens, temperature, top_p, top_k, seed); see "
+                                   "README. Without: FactorSpec on the shared NATURAL PLAN instances. Writes "
+                                   "one JSON line per request to --out, progress on stderr, a summary on "
+                                   "stdout; exit 1 if any record is invalid.")
+    p.add_argument("--requests", default=None, metavar="FILE", help="requests JSONL file")
+    p.add_argument("--natural-plan", default=None, help="NATURAL PLAN file (default: the shared one)")
+    p.add_argument("--limit", type=int, default=None, help="first N NATURAL PLAN instances")
+    p.add_argument("--batch", type=int, default=1)
+    _add_model_args(p)
+    p.add_argument("--out", required=True, help="output JSONL")
+    p.set_defaults(func=cmd_run)
 
     problems: list[str] = []
-    _register_benchmark_commands(sub, problems)
+    _register_optional("benchmarks.natural_plan.command", sub, problems)
+    _register_optional("benchmarks.commands", sub, problems)
     if problems:
         parser.epilog = "unavailable subcommand modules: " + "; ".join(problems)
     return parser

@@ -12,6 +12,7 @@ from factorspec.models.registry import (
 )
 from factorspec.models.tokens import (
     build_prompt_ids,
+    chat_prompt_ids,
     logits_vocab_size,
     special_token_ids,
     stop_token_ids,
@@ -21,6 +22,6 @@ from factorspec.models.tokens import (
 
 __all__ = [
     "DEFAULT_MODEL", "REGISTRY", "ModelNotAvailable", "ModelSpec", "cache_dir", "gguf_path",
-    "resolve", "load_model", "load_tokenizer", "build_prompt_ids", "logits_vocab_size",
+    "resolve", "load_model", "load_tokenizer", "build_prompt_ids", "chat_prompt_ids", "logits_vocab_size",
     "special_token_ids", "stop_token_ids", "token_bytes", "tokenizer_kind",
 ]

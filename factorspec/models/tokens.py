@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Sequence
 
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
@@ -139,21 +139,26 @@ def logits_vocab_size(model: Any) -> int:
 
 
 def build_prompt_ids(tok: Any, user_text: str, system: str | None = None) -> list[int]:
-    """Token ids of a chat prompt ending where the assistant's answer starts.
+    """Token ids of a chat prompt (one user turn, optionally a system turn) ending where the
+    assistant's answer starts; see `chat_prompt_ids`."""
+    messages = [] if system is None else [("system", system)]
+    return chat_prompt_ids(tok, messages + [("user", user_text)])
+
+
+def chat_prompt_ids(tok: Any, messages: Sequence[tuple[str, str]]) -> list[int]:
+    """Token ids of chat messages [(role, content), ...] ending where the assistant's answer
+    starts.
 
     Uses the tokenizer's chat template when it has one; otherwise (e.g. Gemma base) the plain
-    text (system text, a blank line, then the user text), with BOS prepended if the tokenizer
-    has one and does not add it itself."""
+    texts joined by blank lines, with BOS prepended if the tokenizer has one and does not add it
+    itself."""
     if getattr(tok, "chat_template", None):
-        messages = []
-        if system is not None:
-            messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": user_text})
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ids = tok.apply_chat_template([{"role": r, "content": c} for r, c in messages],
+                                      add_generation_prompt=True, tokenize=True)
         if hasattr(ids, "keys") and "input_ids" in ids:  # BatchEncoding in some versions
             ids = ids["input_ids"]
         return [int(i) for i in ids]
-    text = user_text if system is None else f"{system}\n\n{user_text}"
+    text = "\n\n".join(c for _, c in messages)
     ids = [int(i) for i in tok.encode(text, add_special_tokens=False)]
     bos = getattr(tok, "bos_token_id", None)
     if isinstance(bos, int) and (not ids or ids[0] != bos):
