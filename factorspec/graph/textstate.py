@@ -19,9 +19,9 @@ import re
 from fractions import Fraction
 from typing import Any, Iterable, Optional
 
-from factorspec.graph import nodes as N
+from factorspec.graph.domain import dmax, dmin, dsize
 from factorspec.graph.relations import format_decimal
-from factorspec.graph.schema import Arr, Node, Obj, Scalar, TextStyle
+from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.solver import State
 from factorspec.graph.spec import CompiledSpec
 
@@ -42,7 +42,7 @@ class TextMachine:
         self.style = style or spec.style
         self.sep = self.style.item_sep.encode()
         self.key_sep = self.style.key_sep.encode()
-        self._nodes: dict[tuple, Node] = {}
+        self._nodes: dict[tuple, LayoutNode] = {}
         self._expand_cache: dict = {}
         self._texts_cache: dict = {}
 
@@ -51,7 +51,7 @@ class TextMachine:
         sol = self.spec.root() if self.spec.vars else None
         return frozenset(self.expand((( ("V", ()), ), sol)))
 
-    def node_at(self, path: tuple) -> Node:
+    def node_at(self, path: tuple) -> LayoutNode:
         n = self._nodes.get(path)
         if n is None:
             node = self.spec.template
@@ -164,7 +164,7 @@ class TextMachine:
         out: Optional[dict[bytes, int]] = None
         if v is not None:
             d = sol.D[v.id]
-            if N.dsize(d) <= SMALL_DOMAIN:
+            if dsize(d) <= SMALL_DOMAIN:
                 out = {node.text(node.decode(k)).encode(): k for k in sol.feasible_values(v.id)}
         elif node.kind == "enum":
             out = {node.text(x).encode(): k for k, x in enumerate(node.values)}
@@ -181,8 +181,8 @@ class TextMachine:
         v = self.spec.var_of.get(path)
         if v is not None:
             d = sol.D[v.id]
-            a = max(N.dmin(d), lo) if lo != -math.inf else N.dmin(d)
-            b = min(N.dmax(d), hi) if hi != math.inf else N.dmax(d)
+            a = max(dmin(d), lo) if lo != -math.inf else dmin(d)
+            b = min(dmax(d), hi) if hi != math.inf else dmax(d)
             if a > b:
                 return False
             return sol.exists(v.id, (int(a), int(b)))
@@ -250,7 +250,7 @@ class TextMachine:
         v = self.spec.var_of.get(path)
         if v is not None:
             d = sol.D[v.id]
-            return max(abs(N.dmin(d)), abs(N.dmax(d))) * step
+            return max(abs(dmin(d)), abs(dmax(d))) * step
         if step is None:
             return None
         # one-sided bounds still bound one sign: minimum -1 leaves only -1 among the negatives

@@ -1,4 +1,4 @@
-"""The Sequence global propagator (alldiff + consecutive tables + time chain) against brute force.
+"""The DistinctSequence global propagator (alldiff + consecutive tables + time chain) against brute force.
 
 Random small trip-like specs (random directed graphs, stays, day windows, sometimes more values
 than slots): the solver's count and its feasible values along random prefixes must equal
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from factorspec.errors import Unsatisfiable
 from factorspec.graph import compile_spec
-from factorspec.graph.sequence import Sequence
+from factorspec.graph.globals.sequence import DistinctSequence
 
 
 STAY = "forall i: itinerary[i].end_day - itinerary[i].start_day + 1 == stay[itinerary[i].city]"
@@ -99,7 +99,7 @@ def check_against_brute_force(inst, rnd) -> None:
     cities, n, stays, flights, events, total = inst
     sols = _brute(cities, n, stays, flights, events, total)
     cs = compile_spec(_spec(cities, n, stays, flights, events, total))
-    assert any(isinstance(g, Sequence) for g in cs.problem.globals)
+    assert any(isinstance(g, DistinctSequence) for g in cs.problem.globals)
     if not sols:
         with pytest.raises(Unsatisfiable):
             cs.root()
@@ -141,7 +141,7 @@ def test_chain_recognised_on_trip_spec() -> None:
     cities = ["A", "B", "C"]
     flights = [["A", "B"], ["B", "C"]]
     cs = compile_spec(_spec(cities, 3, {"A": 2, "B": 3, "C": 2}, flights, [], 5))
-    (seq,) = [g for g in cs.problem.globals if isinstance(g, Sequence)]
+    (seq,) = [g for g in cs.problem.globals if isinstance(g, DistinctSequence)]
     assert seq.chain is not None and len(seq.chain) == 4 and seq.succ is not None
     assert seq.h == [1, 2, 1]
     assert cs.solve()["itinerary"][1]["city"] == "B"
@@ -153,7 +153,7 @@ def test_reversed_chain_counts_match(inst) -> None:
     cities, n, stays, flights, events, total = inst
     sols = _brute(cities, n, stays, flights, events, total)
     cs = compile_spec(_spec(cities, n, stays, flights, events, total, STAY_REVERSED))
-    (seq,) = [g for g in cs.problem.globals if isinstance(g, Sequence)]
+    (seq,) = [g for g in cs.problem.globals if isinstance(g, DistinctSequence)]
     assert seq.chain is not None
     if not sols:
         with pytest.raises(Unsatisfiable):
