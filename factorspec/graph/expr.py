@@ -14,10 +14,22 @@ nodes too; the domains they narrow are in `graph/domain.py`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
-from factorspec.graph.domain import EXPLICIT_LIMIT, INF, Domains, Narrowing, dclip, dmax, dmin, dom_range, dsize, dvalues
+from factorspec.graph.domain import (
+    EXPLICIT_LIMIT,
+    INF,
+    Domains,
+    Narrowing,
+    dclip,
+    dmax,
+    dmin,
+    dom_range,
+    dsize,
+    dvalues,
+)
 
 Abstract = Union[frozenset[Any], tuple[Any, Any]]  # fwd's value: a set of values or an interval
 Truth = tuple[int, int]  # an abstract boolean: F, U or T
@@ -156,7 +168,8 @@ class VarRef(Node):
             else:
                 out = (dmin(d), dmax(d))
         else:
-            vals = [v.values[k] for k in d] if isinstance(d, frozenset) else [v.values[k] for k in range(d[0], d[1] + 1)]
+            ks = d if isinstance(d, frozenset) else range(d[0], d[1] + 1)
+            vals = [v.values[k] for k in ks]
             out = (min(vals), max(vals)) if self._numeric_table else frozenset(vals)
         if len(self._cache) > 4096:
             self._cache.clear()
@@ -245,7 +258,7 @@ class Arith(Node):
         if op == "-":
             return self.a.bwd(C, (lo + b[0], hi + b[1])) and self.b.bwd(C, (a[0] - hi, a[1] - lo))
         # '*': narrow a factor when the other is a known non-zero constant
-        for x, y, xn in ((a, b, self.a), (b, a, self.b)):
+        for _x, y, xn in ((a, b, self.a), (b, a, self.b)):
             if y[0] == y[1] and y[0] != 0:
                 c = y[0]
                 q = (lo / c, hi / c) if c > 0 else (hi / c, lo / c)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional, Union
 
@@ -102,7 +102,8 @@ def _norm_table(name: str, data: Any) -> Any:
         rows = []
         width = None
         for i, r in enumerate(data):
-            row = tuple(_norm_value(x, f"{where}/{i}") for x in r) if isinstance(r, list) else (_norm_value(r, f"{where}/{i}"),)
+            cells = r if isinstance(r, list) else [r]
+            row = tuple(_norm_value(x, f"{where}/{i}") for x in cells)
             if width is not None and len(row) != width:
                 raise SpecError(f"{where}/{i}", f"table row has {len(row)} columns, earlier rows have {width}")
             width = len(row)
@@ -276,7 +277,7 @@ class Grounder:
                 yield inner, body
 
     def _bindings(self, names: list[str], rng: Optional[dict], body: dict, env: dict) -> list[dict]:
-        out = [dict()]
+        out: list[dict] = [{}]
         for name in names:
             if name in env or name in self.tables:
                 raise self.err(f"index variable {name!r} shadows another name")
@@ -604,7 +605,7 @@ class Grounder:
                 c = n if g is None else E.And([g, n])
                 terms.append(E.If(c, E.Const(1), E.Const(0)))
             return _fold(_sum(terms))
-        for g, n in items:
+        for _g, n in items:
             if n.kind not in ("num", "bool"):
                 raise self.err(f"{func}() needs numbers (in {to_text(ast)})")
         if func == "sum":
@@ -698,7 +699,8 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
         raise SpecError(base, "x-factorspec must be an object with 'tables' and 'relations'")
     extra = set(ext) - {"tables", "relations"}
     if extra:
-        raise SpecError(f"{base}/{escape_pointer(sorted(extra)[0])}", f"unknown key {sorted(extra)[0]!r} in x-factorspec")
+        key = sorted(extra)[0]
+        raise SpecError(f"{base}/{escape_pointer(key)}", f"unknown key {key!r} in x-factorspec")
     tables = ext.get("tables", {})
     if not isinstance(tables, dict):
         raise SpecError(f"{base}/tables", "tables must be an object of named tables")
@@ -715,7 +717,8 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
         elif isinstance(r, dict):
             extra = set(r) - {"name", "expr", "message"}
             if extra:
-                raise SpecError(f"{ptr}/{escape_pointer(sorted(extra)[0])}", f"unknown key {sorted(extra)[0]!r} in a relation")
+                key = sorted(extra)[0]
+                raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
             name = r.get("name", f"relation[{i}]")
             if not isinstance(name, str) or not name:
                 raise SpecError(f"{ptr}/name", "a relation's name must be a non-empty string")

@@ -99,7 +99,7 @@ class Scalar:
 @dataclass
 class Field:
     key: str
-    node: "LayoutNode"
+    node: LayoutNode
     required: bool
 
 
@@ -112,7 +112,7 @@ class Obj:
 @dataclass
 class Arr:
     pointer: str
-    item: "LayoutNode"
+    item: LayoutNode
     min_items: int
     max_items: int | None
 
@@ -160,7 +160,7 @@ class SchemaCompiler:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
         target: Any = self.doc
-        parts = [p for p in ref[1:].split("/")][1:] if ref != "#" else []
+        parts = ref[1:].split("/")[1:] if ref != "#" else []
         for raw in parts:
             part = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and part in target:
@@ -244,7 +244,8 @@ class SchemaCompiler:
         out: list[Any] = []
         for i, v in enumerate(values):
             if isinstance(v, (dict, list)):
-                raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not a scalar ({json.dumps(v)[:40]}); only scalars are supported")
+                raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not a scalar ({json.dumps(v)[:40]}); "
+                                "only scalars are supported")
             if isinstance(v, float):
                 if not math.isfinite(v):
                     raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not finite")

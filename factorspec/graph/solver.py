@@ -10,14 +10,24 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
-from factorspec.graph.domain import (EXPLICIT_LIMIT, Domain, Domains, Narrowing, dclip, dcontains, dmax, dmin,
-                                     dom_range, dsize, dvalues)
-from factorspec.graph.expr import F, T, Node, Var, VarRef, as_bool
+from factorspec.graph.domain import (
+    EXPLICIT_LIMIT,
+    Narrowing,
+    dclip,
+    dcontains,
+    dmax,
+    dmin,
+    dom_range,
+    dsize,
+    dvalues,
+)
+from factorspec.graph.expr import F, Node, T, Var, VarRef, as_bool
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.registry import post_globals
 from factorspec.graph.ground import Factor
@@ -111,7 +121,8 @@ class _Search:
             raise BudgetExceeded("search nodes", self.budget.nodes, self.nodes)
         # every node: nodes can cost milliseconds, and one question may run many short searches
         if time.monotonic() > self.deadline:
-            raise BudgetExceeded("seconds", self.budget.seconds, round(time.monotonic() - self.deadline + self.budget.seconds, 3))
+            used = round(time.monotonic() - self.deadline + self.budget.seconds, 3)
+            raise BudgetExceeded("seconds", self.budget.seconds, used)
 
     def propagate(self, D: list, changed: Optional[Iterable[int]] = None, ent: Optional[set] = None) -> bool:
         """Narrow D in place to a fixpoint (or until the revision budget); False if infeasible.
@@ -157,7 +168,6 @@ class _Search:
         return True
 
     def _pick(self, D: list) -> Optional[int]:
-        best, best_size = None, None
         for vid in self.p.branch_order:
             s = dsize(D[vid])
             if s <= 1:
@@ -167,7 +177,7 @@ class _Search:
                 D[vid] = frozenset([dmin(D[vid])])  # absent slot: its value does not matter
                 continue
             return vid  # structure first, then slots in document order
-        return best
+        return None
 
     def _key(self, D: list) -> tuple:
         """What the rest of the search depends on: the open variables' domains, and for each factor
@@ -289,7 +299,8 @@ class State:
         self._memo: dict = {}
 
     @classmethod
-    def root(cls, problem: Problem, budget: Budget = Budget()) -> Optional["State"]:
+    def root(cls, problem: Problem, budget: Optional[Budget] = None) -> Optional[State]:
+        budget = budget if budget is not None else Budget()
         s = _Search(problem, budget)
         D = problem.initial_domains()
         if not s.propagate(D):
@@ -315,7 +326,7 @@ class State:
         """Is there a valid record with var `vid` in `allowed` (a set of ints or (lo, hi))?"""
         return self.narrow(vid, allowed) is not None
 
-    def narrow(self, vid: int, allowed: Any) -> Optional["State"]:
+    def narrow(self, vid: int, allowed: Any) -> Optional[State]:
         """The state after deciding var `vid` in `allowed`; None if no valid record remains."""
         key = (vid, allowed if isinstance(allowed, tuple) else frozenset(allowed))
         if key in self._memo:
@@ -336,7 +347,7 @@ class State:
         self._memo[key] = out
         return out
 
-    def assign(self, vid: int, k: int) -> Optional["State"]:
+    def assign(self, vid: int, k: int) -> Optional[State]:
         return self.narrow(vid, frozenset([k]))
 
     def feasible_values(self, vid: int, limit: int = EXPLICIT_LIMIT) -> list[int]:

@@ -6,10 +6,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.errors import FactorSpecError, SpecError, Unsatisfiable
-from factorspec.graph.ground import Factor, Grounder, Relation, load_relations
-from factorspec.graph.schema import (EXTENSION_KEY, Arr, LayoutNode, Obj, Scalar, TextStyle, canonical_text,
-                                     compile_schema, path_text, schema_violations)
+from factorspec.errors import SpecError, Unsatisfiable
+from factorspec.graph.ground import Grounder, load_relations
+from factorspec.graph.schema import (
+    EXTENSION_KEY,
+    Arr,
+    LayoutNode,
+    Obj,
+    Scalar,
+    TextStyle,
+    canonical_text,
+    compile_schema,
+    path_text,
+    schema_violations,
+)
 from factorspec.graph.solver import Budget, Problem, State
 
 
@@ -141,7 +151,8 @@ class CompiledSpec:
             if _has(record, path):
                 k = v.scalar.encode(_get(record, path)) if v.scalar is not None else None
                 if k is None:
-                    return None, [Violation("schema", "value outside the schema", {}, {path_text(path): _get(record, path)})]
+                    return None, [Violation("schema", "value outside the schema", {},
+                                            {path_text(path): _get(record, path)})]
                 if v.kind == "bool":
                     k = int(_get(record, path))
                 A[v.id] = k

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from factorspec.graph.domain import dmax, dmin, dsize
 from factorspec.graph.relations import format_decimal
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
-from factorspec.graph.solver import State
 from factorspec.graph.spec import CompiledSpec
 
 Config = tuple  # (stack: tuple, sol: State | None)
@@ -444,7 +444,7 @@ class TextMachine:
 
     def witness_text(self, configs: frozenset) -> Optional[bytes]:
         """Text of one valid completion (the solver's witness), for drafting priors."""
-        for stack, sol in configs:
+        for _stack, sol in configs:
             if sol is None:
                 return None
             return self.spec.canonical_text(self.spec.record_from_assignment(sol.witness)).encode()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from factorspec.graph.domain import Domains, Narrowing, dmin, dsize
-from factorspec.graph.expr import F, T, U, Abstract, Node, VarRef, as_bool, require_defined, sym
+from factorspec.graph.expr import Abstract, F, Node, T, U, VarRef, as_bool, require_defined, sym
 
 
 class AllDiff(Node):

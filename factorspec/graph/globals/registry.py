@@ -10,7 +10,8 @@ are factors already and need no recogniser.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from factorspec.graph.expr import Node, Var
 from factorspec.graph.globals import sequence_recognition

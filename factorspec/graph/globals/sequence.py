@@ -32,10 +32,11 @@ scheduling (idle time, several resources) needs no-overlap/cumulative constraint
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 from factorspec.graph.domain import Domain, Domains, Narrowing
-from factorspec.graph.expr import T, U, Abstract, Node
+from factorspec.graph.expr import Abstract, Node, T, U
 
 Probe = Callable[["DistinctSequence"], list[list[int]]]  # the windows [j][v] -> bitset of tau_j
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
 from factorspec.graph.domain import Domains, Narrowing, dom_range
-from factorspec.graph.expr import F, T, Cmp, Member, Node, Var, VarRef, as_bool
+from factorspec.graph.expr import Cmp, F, Member, Node, T, Var, VarRef, as_bool
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.linear import Offsets, add, as_int, linear_form, scale
 from factorspec.graph.globals.sequence import DistinctSequence
