@@ -21,6 +21,7 @@ from typing import Any, Optional, Union
 from factorspec.graph.domain import (
     EXPLICIT_LIMIT,
     INF,
+    Domain,
     Domains,
     Narrowing,
     dclip,
@@ -31,7 +32,11 @@ from factorspec.graph.domain import (
     dvalues,
 )
 
-Abstract = Union[frozenset[Any], tuple[Any, Any]]  # fwd's value: a set of values or an interval
+Interval = tuple[Any, Any]  # (lo, hi) of exact numbers (int or Fraction), bounds may be +-INF
+Abstract = Union[frozenset[Any], Interval]  # fwd's value: a set of (symbolic) values or an interval
+# Numeric and boolean nodes' abstract values are always intervals (`kind` says which form a node
+# yields; the type checker cannot see it): where such a node reads its children, it binds their
+# values as `Interval` with one `type: ignore[assignment]` per site.
 Truth = tuple[int, int]  # an abstract boolean: F, U or T
 T: Truth = (1, 1)
 F: Truth = (0, 0)
@@ -109,8 +114,11 @@ def hull(a: tuple, b: tuple) -> tuple:
 
 
 class Node:
+    """An expression over solver variables (see the module docstring for fwd/bwd/ev)."""
+
     kind = "num"  # 'num' | 'sym' | 'bool'
     __slots__ = ("vars",)
+    vars: frozenset[int]  # ids of the variables it mentions
 
     def fwd(self, D: Domains) -> Abstract:
         raise NotImplementedError
@@ -132,7 +140,7 @@ class Const(Node):
     def __init__(self, v: Any) -> None:
         self.v = int(v) if isinstance(v, bool) else v
         self.kind = "bool" if isinstance(v, bool) else ("num" if isinstance(v, (int, Fraction)) else "sym")
-        self.vars = frozenset()
+        self.vars: frozenset[int] = frozenset()
 
     def fwd(self, D: Domains) -> Abstract:
         return (self.v, self.v) if self.kind != "sym" else frozenset([self.v])
@@ -180,6 +188,7 @@ class VarRef(Node):
         v = self.var
         d = C.D[v.id]
         if isinstance(target, frozenset):
+            nd: Domain
             if v.values is not None and v.kind != "bool":
                 nd = frozenset(k for k in dvalues(d) if v.values[k] in target)
             else:
@@ -204,6 +213,7 @@ class VarRef(Node):
                 if v.value(d[1]) == value:
                     return C.set(v.id, dom_range(d[0], d[1] - 1))
             return True
+        assert isinstance(d, frozenset)  # ks is empty for an interval domain
         return C.set(v.id, d - frozenset(ks))
 
     def ev(self, A: list) -> Any:
@@ -223,7 +233,9 @@ class Arith(Node):
         self.vars = a.vars | b.vars
 
     def fwd(self, D: Domains) -> Abstract:
-        a, b = self.a.fwd(D), self.b.fwd(D)
+        a: Interval
+        b: Interval
+        a, b = self.a.fwd(D), self.b.fwd(D)  # type: ignore[assignment]
         if is_undefined(a) or is_undefined(b):
             return (INF, -INF)
         op = self.op
@@ -249,7 +261,9 @@ class Arith(Node):
         op = self.op
         if op not in ("+", "-", "*"):
             return True
-        a, b = self.a.fwd(C.D), self.b.fwd(C.D)
+        a: Interval
+        b: Interval
+        a, b = self.a.fwd(C.D), self.b.fwd(C.D)  # type: ignore[assignment]
         if is_undefined(a) or is_undefined(b):
             return True
         lo, hi = target
@@ -305,7 +319,7 @@ class Unary(Node):
         return _norm(math.floor(Fraction(x) / self.q + Fraction(1, 2)) * self.q)
 
     def fwd(self, D: Domains) -> Abstract:
-        a = self.a.fwd(D)
+        a: Interval = self.a.fwd(D)  # type: ignore[assignment]
         if is_undefined(a):
             return (INF, -INF)
         if self.op == "neg":
@@ -494,7 +508,8 @@ class Not(Node):
         return (1 - r[1], 1 - r[0])
 
     def bwd(self, C: Narrowing, target: Abstract) -> bool:
-        return self.a.bwd(C, (1 - target[1], 1 - target[0]))
+        lo, hi = target
+        return self.a.bwd(C, (1 - hi, 1 - lo))
 
     def ev(self, A: list) -> Any:
         return int(not self.a.ev(A))
@@ -600,7 +615,7 @@ class Member(Node):
         abs_ = [e.fwd(D) for e in self.elems]
         if not self._live_bits(abs_):
             return F
-        if all(sym(a) is not None and len(sym(a)) == 1 for a in abs_):
+        if all((s := sym(a)) is not None and len(s) == 1 for a in abs_):
             return T
         return U
 
@@ -608,7 +623,7 @@ class Member(Node):
         if target != T:
             if target == F:
                 abs_ = [e.fwd(C.D) for e in self.elems]
-                known = [next(iter(sym(a))) if sym(a) is not None and len(sym(a)) == 1 else None for a in abs_]
+                known = [next(iter(s)) if (s := sym(a)) is not None and len(s) == 1 else None for a in abs_]
                 unknown = [i for i, k in enumerate(known) if k is None]
                 if len(unknown) == 1:  # all but one fixed: remove the completions that are rows
                     i = unknown[0]
@@ -622,7 +637,7 @@ class Member(Node):
         if not bits:
             return False
         for i, e in enumerate(self.elems):
-            vals = frozenset(v for v, b in self.index[i].items() if b & bits)
+            vals: Abstract = frozenset(v for v, b in self.index[i].items() if b & bits)
             if not isinstance(e, (VarRef, Const, Lookup, Select)) and not isinstance(e.fwd(C.D), frozenset):
                 vals = (min(vals), max(vals))  # arithmetic narrows by intervals only
             if not e.bwd(C, vals):
@@ -639,7 +654,7 @@ class Lookup(Node):
     """table[key]: a value looked up by a field; a key missing from the table has no value
     (UNDEFINED: the relation instance is false)."""
 
-    __slots__ = ("table", "key", "kind", "_byk", "_cache")
+    __slots__ = ("table", "key", "kind", "_byk", "_kvid", "_cache")
 
     def __init__(self, table: dict, key: Node, kind: str) -> None:
         self.table, self.key, self.kind = table, key, kind
@@ -647,6 +662,7 @@ class Lookup(Node):
         # keyed by an enum slot: internal value -> table value, so that fwd/bwd read the slot's
         # domain directly (no scan of the table per call); values missing from the table have none
         self._byk: Optional[dict] = None
+        self._kvid = -1  # the enum slot's var id when _byk is set
         self._cache: dict = {}
         if isinstance(key, VarRef) and key.var.values is not None and key.var.kind != "bool":
             byk = {}
@@ -657,6 +673,7 @@ class Lookup(Node):
                 except TypeError:
                     pass
             self._byk = byk
+            self._kvid = key.var.id
 
     def _keys(self, D: Domains) -> list:
         k = self.key.fwd(D)
@@ -664,7 +681,7 @@ class Lookup(Node):
 
     def fwd(self, D: Domains) -> Abstract:
         if self._byk is not None:
-            d = D[self.key.var.id]
+            d = D[self._kvid]
             hit = self._cache.get(d)
             if hit is not None:
                 return hit
@@ -687,7 +704,7 @@ class Lookup(Node):
 
     def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if self._byk is not None:
-            vid = self.key.var.id
+            vid = self._kvid
             d = C.D[vid]
             byk = self._byk
             ks = (d if isinstance(d, frozenset) else range(d[0], d[1] + 1))
@@ -716,11 +733,11 @@ class Select(Node):
         self.vars = index.vars.union(*(o.vars for o in options.values()))
 
     def _live(self, D: Domains) -> list[int]:
-        iv = self.index.fwd(D)
+        iv: Interval = self.index.fwd(D)  # type: ignore[assignment]
         return [k for k in self.options if iv[0] <= k <= iv[1]]
 
     def fwd(self, D: Domains) -> Abstract:
-        vals = [self.options[k].fwd(D) for k in self._live(D)]
+        vals: list[Any] = [self.options[k].fwd(D) for k in self._live(D)]
         if not vals:
             return frozenset() if self.kind == "sym" else (INF, -INF)
         if self.kind == "sym":
@@ -759,13 +776,14 @@ class MinMax(Node):
     def __init__(self, is_max: bool, items: list[tuple[Optional[Node], Node]]) -> None:
         self.is_max, self.items = is_max, items
         self.kind = "num"
-        vs = frozenset()
+        vs: frozenset[int] = frozenset()
         for g, n in items:
             vs |= n.vars | (g.vars if g is not None else frozenset())
         self.vars = vs
 
     def fwd(self, D: Domains) -> Abstract:
-        sure, maybe = [], []
+        sure: list[Any] = []  # abstract values of numeric items: intervals
+        maybe: list[Any] = []
         for g, n in self.items:
             r = T if g is None else as_bool(g.fwd(D))
             if r == F:

@@ -62,7 +62,7 @@ class SelRef:
     """A location chosen by a variable index: options[k] when the index variable equals k."""
 
     index: E.Node
-    options: dict[int, Ref]
+    options: dict[int, GVal]  # Refs (or, through attributes, SelRefs/values of them)
 
 
 @dataclass
@@ -185,6 +185,7 @@ class Grounder:
                 kind = "num" if all(isinstance(x, (int, Fraction)) and not isinstance(x, bool) for x in vals) else "sym"
                 v = self._new_var(ref.path, kind, 0, len(vals) - 1, values=list(vals), order=order, scalar=s)
         else:
+            assert s.lo is not None and s.hi is not None  # finite (checked above)
             v = self._new_var(ref.path, "num", s.lo, s.hi, step=s.step, order=order, scalar=s)
         self.var_of[ref.path] = v
         return v
@@ -200,11 +201,11 @@ class Grounder:
     def len_var(self, ref: Ref) -> Optional[E.Var]:
         a = ref.node
         assert isinstance(a, Arr)
-        self._check_max_items(ref.path, a)
-        if a.min_items == a.max_items:
+        max_items = self._check_max_items(ref.path, a)
+        if a.min_items == max_items:
             return None
         if ref.path not in self.len_var_of:
-            self.len_var_of[ref.path] = self._new_var(ref.path, "num", a.min_items, a.max_items, structural=True,
+            self.len_var_of[ref.path] = self._new_var(ref.path, "num", a.min_items, max_items, structural=True,
                                                       name=f"len({path_text(ref.path)})",
                                                       order=self._order(ref.path) + (-1,))
         return self.len_var_of[ref.path]
@@ -312,16 +313,17 @@ class Grounder:
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
                 continue
             n = self._check_max_items(ref.path, ref.node)
-            ok = set()
+            ok: set[int] = set()
+            usable = True
             for i in range(-n - 4, n + 4):
                 try:
                     k = self._const_int(idx, {**env, name: i})
                 except RelationError:
-                    ok = None
+                    usable = False
                     break
                 if 0 <= k < n:
                     ok.add(i)
-            if ok is None:
+            if not usable:
                 continue
             allowed = ok if allowed is None else allowed & ok
         if allowed is None:
@@ -349,8 +351,9 @@ class Grounder:
                                f"not a value (in {to_text(ast)})")
             var = self.slot_var(v)
             self._slots.append(var)
-            if len(var.values or []) == 1 and var.kind != "bool":
-                return E.Const(var.values[0])
+            vals = var.values or []
+            if len(vals) == 1 and var.kind != "bool":
+                return E.Const(vals[0])
             return E.VarRef(var)
         if isinstance(v, SelRef):
             return E.Select(v.index, {k: self.value(r, ast) for k, r in v.options.items()})
@@ -431,9 +434,9 @@ class Grounder:
             return self._in(args[0], args[1], env, guards, ast)
         if op in ("forall", "exists"):
             parts = []
-            for b in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
+            for bnd in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
                 g: list = []
-                body = self.boolean(self.expr(ast["body"], {**env, **b}, g), ast["body"])
+                body = self.boolean(self.expr(ast["body"], {**env, **bnd}, g), ast["body"])
                 gc = E.conj(_dedupe(g))
                 if op == "forall":
                     parts.append(body if gc is None else E.implies(gc, body))
@@ -484,14 +487,15 @@ class Grounder:
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"indexing something that is not an array (in {to_text(ast)})")
         a = base.node
-        self._check_max_items(base.path, a)
+        max_items = self._check_max_items(base.path, a)
         if idx < 0:
-            if a.min_items == a.max_items:
-                idx += a.max_items
+            if a.min_items == max_items:
+                idx += max_items
             else:
                 lv = self.len_var(base)
-                opts = {}
-                for n in range(max(a.min_items, -idx), a.max_items + 1):
+                assert lv is not None  # the length varies
+                opts: dict[int, GVal] = {}
+                for n in range(max(a.min_items, -idx), max_items + 1):
                     p = base.path + (n + idx,)
                     opts[n] = Ref(p, a.item)
                 if not opts:
@@ -499,8 +503,8 @@ class Grounder:
                 if a.min_items < -idx:  # like arr[k], last(arr) applies only when the item exists
                     guards.append(E.Cmp(">=", E.VarRef(lv), E.Const(-idx)))
                 return SelRef(E.VarRef(lv), opts)
-        if not 0 <= idx < a.max_items:
-            raise self.err(f"index {idx} is out of range of {path_text(base.path)} (maxItems {a.max_items})")
+        if not 0 <= idx < max_items:
+            raise self.err(f"index {idx} is out of range of {path_text(base.path)} (maxItems {max_items})")
         path = base.path + (idx,)
         guards.extend(self.guards(path))
         return Ref(path, a.item)
@@ -509,9 +513,9 @@ class Grounder:
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"[*] applied to something that is not an array (in {to_text(ast)})")
         a = base.node
-        self._check_max_items(base.path, a)
+        max_items = self._check_max_items(base.path, a)
         items = []
-        for k in range(a.max_items):
+        for k in range(max_items):
             p = base.path + (k,)
             items.append((E.conj(self.guards(p)[len(self.guards(base.path)):]), Ref(p, a.item)))
         return ListVal(items)
@@ -598,7 +602,7 @@ class Grounder:
         if func == "all_different":
             return _fold(AllDiff(items))
         if func == "count":
-            terms = []
+            terms: list[E.Node] = []
             for g, n in items:
                 if n.kind != "bool":
                     raise self.err("count() counts conditions (true/false items)")
@@ -712,6 +716,7 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
     for i, r in enumerate(rels_raw):
         ptr = f"{base}/relations/{i}"
         message = ""
+        expr: Any
         if isinstance(r, str):
             name, expr = f"relation[{i}]", r
         elif isinstance(r, dict):
@@ -719,9 +724,10 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
             if extra:
                 key = sorted(extra)[0]
                 raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
-            name = r.get("name", f"relation[{i}]")
-            if not isinstance(name, str) or not name:
+            given = r.get("name", f"relation[{i}]")
+            if not isinstance(given, str) or not given:
                 raise SpecError(f"{ptr}/name", "a relation's name must be a non-empty string")
+            name = given
             expr = r.get("expr")
             message = r.get("message", "")
             if not isinstance(message, str):

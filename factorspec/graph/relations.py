@@ -31,7 +31,8 @@ KEYWORDS = {"forall", "exists", "and", "or", "not", "implies", "in", "for", "if"
 
 
 def _lex(text: str) -> list[tuple[str, Any]]:
-    pos, out = 0, []
+    pos = 0
+    out: list[tuple[str, Any]] = []
     text = text.rstrip()
     while pos < len(text):
         m = _TOKEN_RE.match(text, pos)

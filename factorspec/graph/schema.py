@@ -231,6 +231,7 @@ class SchemaCompiler:
             if hi is not None and hi < lo:
                 raise SpecError(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
+        assert typ is not None  # no type, enum or const was refused above
         return self._numeric(s, ptr, typ)
 
     def _enum(self, s: dict, ptr: str, typ: str | None) -> Scalar:

@@ -187,7 +187,7 @@ class _Search:
         size = dsize
         open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
         A = [dmin(d) if size(d) == 1 else None for d in D]
-        sigs = []
+        sigs: list[tuple[int, Any]] = []
         for ci, vs in enumerate(p.fvars):
             fixed = [v for v in vs if size(D[v]) == 1]
             if not fixed:

@@ -59,6 +59,7 @@ class TextMachine:
                 if isinstance(node, Obj):
                     node = next(f.node for f in node.fields if f.key == p)
                 else:
+                    assert isinstance(node, Arr)  # a path goes through objects and arrays only
                     node = node.item
             self._nodes[path] = n = node
         return n
@@ -213,7 +214,7 @@ class TextMachine:
             width = Fraction(1, 10 ** len(fp))
             v0 = Fraction((ip + b"." + fp).decode()) if fp else Fraction(ip.decode())
             excl = fp == b"" or fp.endswith(b"0")
-            ivs = [(v0, not excl, v0 + width, False)]
+            ivs: list[tuple[Fraction, bool, Any, bool]] = [(v0, not excl, v0 + width, False)]
         elif body == b"":
             ivs = [(Fraction(0), True, math.inf, False)]
         elif body == b"0":
@@ -249,6 +250,7 @@ class TextMachine:
         node: Scalar = self.node_at(path)  # type: ignore[assignment]
         v = self.spec.var_of.get(path)
         if v is not None:
+            assert step is not None  # a solver variable has a finite domain, so a step
             d = sol.D[v.id]
             return max(abs(dmin(d)), abs(dmax(d))) * step
         if step is None:
@@ -322,6 +324,7 @@ class TextMachine:
         top = stack[-1]
         path, p = top[1], top[2]
         texts = self._texts(path, sol)
+        k: Optional[int]
         if texts is not None:
             if p not in texts:
                 return None

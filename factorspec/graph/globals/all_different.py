@@ -23,7 +23,7 @@ class AllDiff(Node):
 
     def __init__(self, items: list[tuple[Optional[Node], Node]]) -> None:
         self.items = items
-        vs = frozenset()
+        vs: frozenset[int] = frozenset()
         for g, n in items:
             vs |= n.vars | (g.vars if g is not None else frozenset())
         self.vars = vs

@@ -100,6 +100,7 @@ class DistinctSequence(Node):
     # -- time helpers ---------------------------------------------------------------------------
     def _tau(self, D: Domains, j: int) -> Optional[int]:
         """Bitset of tau_j's possible values (bit t - base), or None when a slot is an interval."""
+        assert self.chain is not None  # the time rules run only with a chain
         out = -1
         for vid, off in self.chain[j]:
             d = D[vid]
@@ -114,6 +115,7 @@ class DistinctSequence(Node):
         return out
 
     def _set_tau(self, C: Narrowing, j: int, allowed: int) -> bool:
+        assert self.chain is not None
         for vid, off in self.chain[j]:
             d = C.D[vid]
             nd = frozenset(t for t in d if t - off - self.base >= 0 and allowed >> (t - off - self.base) & 1)
@@ -210,6 +212,7 @@ class DistinctSequence(Node):
         U = 0
         for j in range(k, n):
             U |= dm[j]
+        assert self.succ is not None and self.pred is not None  # the path rules run only with tables
         nv = len(self.succ[0])
         adj = [0] * nv
         pre = [0] * nv
@@ -234,14 +237,14 @@ class DistinctSequence(Node):
         for v in _bits(U):
             if not (adj[v] & U & ~(1 << v)):
                 ends |= 1 << v
-            p = pre[v] & (U | last) & ~(1 << v)
-            if not p:
+            pv = pre[v] & (U | last) & ~(1 << v)
+            if not pv:
                 if last:
                     return False
                 if not dm[0] >> v & 1:
                     return False
                 dm[0] &= 1 << v  # no predecessor at all: it must open the path
-            elif last and p == last:
+            elif last and pv == last:
                 dm[k] &= 1 << v  # only x_{k-1} leads to it: it comes next
                 if not dm[k]:
                     return False
@@ -256,6 +259,7 @@ class DistinctSequence(Node):
     def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int) -> bool:
         """Knapsack bounds on tau_j (j > k) and window checks of the open values."""
         n = len(dm)
+        assert self.chain is not None and self.h is not None
         steps = len(self.chain) - 1  # tau_0..tau_steps; positions 0..steps-1 have an h-step
         if k >= steps:
             return True
@@ -282,6 +286,7 @@ class DistinctSequence(Node):
                 R[m] |= R[m - 1] << w
         tks = _bits(tk) if tk & (tk - 1) else None
         W = self.windows
+        assert W is not None
         for j in range(k, steps + 1):
             if j == k:
                 allowed = tk
@@ -325,6 +330,7 @@ class DistinctSequence(Node):
         ignore order and tables; tables are the union over transitions), exact for what it
         sees; it also narrows x_k to the values that open the first gap in some such split."""
         n = len(dm)
+        assert self.chain is not None and self.h is not None
         if len(self.chain) - 1 != n or k >= n:
             return True  # the last value is not on the timeline: not this pattern
         self._ensure_windows(D)
@@ -341,6 +347,7 @@ class DistinctSequence(Node):
             return True  # start or end of the open stretch not known yet
         a0, b0 = tk.bit_length() - 1, tn.bit_length() - 1  # as bit offsets from base
         h, W = self.h, self.windows
+        assert W is not None
         win: dict[int, int] = {}
         for j in range(k, n):
             tj, tj1 = taus[j - k], taus[j + 1 - k]
@@ -355,27 +362,29 @@ class DistinctSequence(Node):
         U = 0
         for j in range(k, n):
             U |= dm[j]
-        anchors = []
+        anchors: list[tuple[int, int, int]] = []  # (start, step, value) of the forced values
         free = []
         zero = False
         for v in _bits(U):
             w = win.get(v, 0)
             if not w:
                 return False  # no position and start left for v
-            if h[v] == 0:
+            hv = h[v]
+            assert hv is not None  # win holds only values with a step
+            if hv == 0:
                 zero = True  # zero-length steps fill nothing: left out of the partition
                 if w & (w - 1) == 0:
                     anchors.append((w.bit_length() - 1, 0, v))
                 continue
             if w & (w - 1) == 0:
-                anchors.append((w.bit_length() - 1, h[v], v))
+                anchors.append((w.bit_length() - 1, hv, v))
             else:
                 free.append((v, w))
         anchors.sort()
         prev = None
         if k > 0:
             prev = dm[k - 1].bit_length() - 1
-        gaps = []  # (start offset, end offset, value before or None, value after or None)
+        gaps: list[tuple[int, int, Optional[int], Optional[int]]] = []  # (start, end, value before, value after)
         cur, before = a0, prev
         for s, hv, v in anchors:
             if s < cur:
@@ -411,6 +420,7 @@ class DistinctSequence(Node):
         (-1: no narrowing known). `fcache` keeps the short gaps' fillings between calls on the
         same windows; with `narrow` false only feasibility is decided."""
         h = self.h
+        assert h is not None
         ng = len(gaps)
         gm_of: dict[int, int] = {}
         for v, w in free:
@@ -471,7 +481,7 @@ class DistinctSequence(Node):
         steps = [0]
         leaf_memo: dict = {}
 
-        ltype: dict[int, tuple] = {}  # value -> (step, mask of long gaps it fits), None if none
+        ltype: dict[int, Optional[tuple]] = {}  # value -> (step, mask of long gaps it fits), None if none
         for v in _bits(fmask):
             gm = gm_of[v] & lmask
             ltype[v] = (h[v], sum(1 << remap[g] for g in _bits(gm))) if gm else None
@@ -544,11 +554,11 @@ class DistinctSequence(Node):
             return -1
         # which values can open it: v first leaves [start + h(v), end) to fill from v
         ga0, gb0, s0, e0 = gaps[0]
-        adj = self._adj_all() if self.succ is not None else None
+        tadj = self._adj_all() if self.succ is not None else None
         allowed = 0
         for v, w in free:
             hv = h[v]
-            if not w >> ga0 & 1 or ga0 + hv > gb0 or (adj is not None and s0 is not None and not adj[s0] >> v & 1):
+            if not w >> ga0 & 1 or ga0 + hv > gb0 or (tadj is not None and s0 is not None and not tadj[s0] >> v & 1):
                 continue
             sub_gaps = [(ga0 + hv, gb0, v, e0)] + gaps[1:]
             sub_free = [(u, x) for u, x in free if u != v]
@@ -564,6 +574,7 @@ class DistinctSequence(Node):
     def _adj_all(self) -> list[int]:
         adj = self.adj
         if adj is None:
+            assert self.succ is not None
             nv = len(self.succ[0])
             adj = [0] * nv
             for s in self.succ:

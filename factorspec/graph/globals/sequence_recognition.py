@@ -24,14 +24,14 @@ MAX_PROBES = 20_000  # (position, value) window probes, done once per problem
 
 def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
     """A `DistinctSequence` for every all_different over plain slots that shares one value list."""
-    out = []
+    out: list[Node] = []
     for f in factors:
         node = f.node
         if not isinstance(node, AllDiff) or len(node.items) < 3:
             continue
         if not all(g is None and isinstance(x, VarRef) for g, x in node.items):
             continue
-        xs = [x.var.id for _, x in node.items]
+        xs = [x.var.id for _, x in node.items if isinstance(x, VarRef)]  # all are (checked above)
         if len(set(xs)) != len(xs):
             continue
         vals = vars[xs[0]].values
@@ -70,10 +70,8 @@ def _tables(vars: list[Var], factors: list[Factor], xs: list[int], vals: list) -
             x, y = (row[1], row[0]) if flip else (row[0], row[1])
             if x in index and y in index:
                 s[index[x]] |= 1 << index[y]
-        if succ[i] is None:
-            succ[i] = s
-        else:
-            succ[i] = [p & q for p, q in zip(succ[i], s)]
+        prev = succ[i]
+        succ[i] = s if prev is None else [p & q for p, q in zip(prev, s)]
     if any(s is None for s in succ):
         return None
     return succ  # type: ignore[return-value]
@@ -105,6 +103,8 @@ def _chain(vars: list[Var], factors: list[Factor], xs: list[int], vals: list):
             uf.union(u, w, c)
             continue
         l, look = ls[0]
+        if not isinstance(look.key, VarRef):  # linear_form keeps only lookups keyed by a slot
+            continue
         key = look.key.var.id
         p = pos.get(key)
         lp = as_int(Fraction(l) / -cu)
@@ -169,9 +169,12 @@ def _hashable(v: Any) -> bool:
 
 def _make(vars: list[Var], factors: list[Factor], xs: list[int], succ, chain, h) -> DistinctSequence:
     """The node, with a probe that finds each (position, value)'s window of tau from the local factors."""
+    vals = vars[xs[0]].values
+    assert vals is not None  # recognise() posts only slots with a value list
     def probe(seq: DistinctSequence) -> list[list[int]]:
+        assert seq.chain is not None and seq.h is not None  # probed only with a chain
         D0 = [dom_range(v.lo, v.hi) for v in vars]
-        nv = len(vars[xs[0]].values)
+        nv = len(vals)
         out: list[list[int]] = []
         steps = len(seq.chain) - 1
         for j in range(len(xs)):
@@ -207,7 +210,7 @@ def _make(vars: list[Var], factors: list[Factor], xs: list[int], succ, chain, h)
         base = min(min(vars[v].lo - o for v, o in cls) for cls in chain)
         span = max(max(vars[v].hi - o for v, o in cls) for cls in chain) - base
         if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > MAX_SPAN \
-                or len(xs) * len(vars[xs[0]].values) > MAX_PROBES:
+                or len(xs) * len(vals) > MAX_PROBES:
             chain, h = None, None
     seq = DistinctSequence(xs, succ, chain, h, probe)
     if chain is not None:
