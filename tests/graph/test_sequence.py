@@ -15,7 +15,6 @@ from factorspec.errors import Unsatisfiable
 from factorspec.graph import compile_spec
 from factorspec.graph.globals.sequence import DistinctSequence
 
-
 STAY = "forall i: itinerary[i].end_day - itinerary[i].start_day + 1 == stay[itinerary[i].city]"
 # the same chain written the other way round (the recogniser must orient it by itself)
 STAY_REVERSED = "forall i: itinerary[i].start_day == itinerary[i].end_day + 1 - stay[itinerary[i].city]"
@@ -120,7 +119,7 @@ def test_no_hamiltonian_path_is_unsatisfiable() -> None:
     # a star: C0 <-> C1, C0 <-> C2, C0 <-> C3: no path visits all four
     cities = ["C0", "C1", "C2", "C3"]
     flights = [[a, b] for a, b in [("C0", "C1"), ("C1", "C0"), ("C0", "C2"), ("C2", "C0"), ("C0", "C3"), ("C3", "C0")]]
-    stays = {c: 2 for c in cities}
+    stays = dict.fromkeys(cities, 2)
     cs = compile_spec(_spec(cities, 4, stays, flights, [], 5))
     with pytest.raises(Unsatisfiable):
         cs.root()
@@ -129,7 +128,7 @@ def test_no_hamiltonian_path_is_unsatisfiable() -> None:
 def test_several_paths_all_counted() -> None:
     cities = ["C0", "C1", "C2", "C3"]
     flights = [[a, b] for a in cities for b in cities if a != b]  # complete: every order works
-    stays = {c: 2 for c in cities}
+    stays = dict.fromkeys(cities, 2)
     cs = compile_spec(_spec(cities, 4, stays, flights, [], 5))
     assert cs.count() == 24
     # a window that pins C2 to the third stop: 6 orders remain

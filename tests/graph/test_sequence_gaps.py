@@ -20,7 +20,6 @@ from factorspec.graph.globals import sequence as Q
 from factorspec.graph.globals.sequence import DistinctSequence, _partition
 from tests.graph.test_sequence import _brute, _spec, check_against_brute_force
 
-
 # -- the partition check alone --------------------------------------------------------------------
 
 @settings(max_examples=400, deadline=None)
