@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional, Union
 
 from factorspec.errors import RelationError, SpecError
-from factorspec.graph import nodes as N
+from factorspec.graph import expr as E
+from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.relations import from_json, parse, to_text
-from factorspec.graph.schema import Arr, Node, Obj, Scalar, escape_pointer, path_text
+from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, escape_pointer, path_text
 
 MAX_INSTANCES = 200_000
 MAX_VARS = 100_000
@@ -37,9 +38,9 @@ class Factor:
     """One grounded relation instance (a factor of the graph)."""
 
     relation: Relation
-    node: N.Node
+    node: E.Node
     bindings: dict[str, int]
-    slots: list[N.Var]
+    slots: list[E.Var]
 
     def describe(self) -> str:
         b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
@@ -53,22 +54,22 @@ class Ref:
     """A location in the record: a concrete path and its template node."""
 
     path: tuple
-    node: Node
+    node: LayoutNode
 
 
 @dataclass
 class SelRef:
     """A location chosen by a variable index: options[k] when the index variable equals k."""
 
-    index: N.Node
-    options: dict[int, Ref]
+    index: E.Node
+    options: dict[int, GVal]  # Refs (or, through attributes, SelRefs/values of them)
 
 
 @dataclass
 class ListVal:
     """A list of guarded items (from `arr[*]` or a list literal)."""
 
-    items: list[tuple[Optional[N.Node], Any]]
+    items: list[tuple[Optional[E.Node], Any]]
 
 
 @dataclass
@@ -77,7 +78,7 @@ class TableRef:
     data: Any
 
 
-GVal = Union[N.Node, Ref, SelRef, ListVal, TableRef]
+GVal = Union[E.Node, Ref, SelRef, ListVal, TableRef]
 
 
 def _norm_value(v: Any, where: str) -> Any:
@@ -101,7 +102,8 @@ def _norm_table(name: str, data: Any) -> Any:
         rows = []
         width = None
         for i, r in enumerate(data):
-            row = tuple(_norm_value(x, f"{where}/{i}") for x in r) if isinstance(r, list) else (_norm_value(r, f"{where}/{i}"),)
+            cells = r if isinstance(r, list) else [r]
+            row = tuple(_norm_value(x, f"{where}/{i}") for x in cells)
             if width is not None and len(row) != width:
                 raise SpecError(f"{where}/{i}", f"table row has {len(row)} columns, earlier rows have {width}")
             width = len(row)
@@ -113,18 +115,18 @@ def _norm_table(name: str, data: Any) -> Any:
 class Grounder:
     """Grounds every relation of a spec over the schema template."""
 
-    def __init__(self, template: Node, tables: dict, relations: list[Relation]) -> None:
+    def __init__(self, template: LayoutNode, tables: dict, relations: list[Relation]) -> None:
         self.template = template
         self.tables = {k: _norm_table(k, v) for k, v in tables.items()}
         self.relations = relations
-        self.vars: list[N.Var] = []
-        self.var_of: dict[tuple, N.Var] = {}  # scalar slot path -> var
-        self.len_var_of: dict[tuple, N.Var] = {}  # array path -> length var
-        self.present_var_of: dict[tuple, N.Var] = {}  # optional field path -> presence var
+        self.vars: list[E.Var] = []
+        self.var_of: dict[tuple, E.Var] = {}  # scalar slot path -> var
+        self.len_var_of: dict[tuple, E.Var] = {}  # array path -> length var
+        self.present_var_of: dict[tuple, E.Var] = {}  # optional field path -> presence var
         self.factors: list[Factor] = []
-        self._guard_cache: dict[tuple, list[N.Node]] = {}
+        self._guard_cache: dict[tuple, list[E.Node]] = {}
         self._rel: Optional[Relation] = None
-        self._slots: list[N.Var] = []
+        self._slots: list[E.Var] = []
         self._count = 0
         if isinstance(template, Obj):
             for f in template.fields:
@@ -150,18 +152,18 @@ class Grounder:
                 node = node.item
         return tuple(key)
 
-    def _new_var(self, path: tuple, kind: str, lo: int, hi: int, **kw: Any) -> N.Var:
+    def _new_var(self, path: tuple, kind: str, lo: int, hi: int, **kw: Any) -> E.Var:
         if len(self.vars) >= MAX_VARS:
             raise self.err(f"more than {MAX_VARS} variables: the record is too large to ground")
         # a presence bit is guarded by its ancestors only (not by itself: that recursed forever)
         upto = kw.pop("guard_upto", len(path) if kw.get("structural") else None)
-        v = N.Var(len(self.vars), kw.pop("name", path_text(path)), path, kind, lo, hi, **kw)
+        v = E.Var(len(self.vars), kw.pop("name", path_text(path)), path, kind, lo, hi, **kw)
         g = self.guards(path, upto=upto)
-        v.guard = N.conj(g)
+        v.guard = E.conj(g)
         self.vars.append(v)
         return v
 
-    def slot_var(self, ref: Ref) -> N.Var:
+    def slot_var(self, ref: Ref) -> E.Var:
         if ref.path in self.var_of:
             return self.var_of[ref.path]
         s = ref.node
@@ -183,6 +185,7 @@ class Grounder:
                 kind = "num" if all(isinstance(x, (int, Fraction)) and not isinstance(x, bool) for x in vals) else "sym"
                 v = self._new_var(ref.path, kind, 0, len(vals) - 1, values=list(vals), order=order, scalar=s)
         else:
+            assert s.lo is not None and s.hi is not None  # finite (checked above)
             v = self._new_var(ref.path, "num", s.lo, s.hi, step=s.step, order=order, scalar=s)
         self.var_of[ref.path] = v
         return v
@@ -195,31 +198,31 @@ class Grounder:
                            f"{MAX_VARS} items can be used in relations")
         return a.max_items
 
-    def len_var(self, ref: Ref) -> Optional[N.Var]:
+    def len_var(self, ref: Ref) -> Optional[E.Var]:
         a = ref.node
         assert isinstance(a, Arr)
-        self._check_max_items(ref.path, a)
-        if a.min_items == a.max_items:
+        max_items = self._check_max_items(ref.path, a)
+        if a.min_items == max_items:
             return None
         if ref.path not in self.len_var_of:
-            self.len_var_of[ref.path] = self._new_var(ref.path, "num", a.min_items, a.max_items, structural=True,
+            self.len_var_of[ref.path] = self._new_var(ref.path, "num", a.min_items, max_items, structural=True,
                                                       name=f"len({path_text(ref.path)})",
                                                       order=self._order(ref.path) + (-1,))
         return self.len_var_of[ref.path]
 
-    def guards(self, path: tuple, upto: Optional[int] = None) -> list[N.Node]:
+    def guards(self, path: tuple, upto: Optional[int] = None) -> list[E.Node]:
         """Presence conditions of the location at `path` (its ancestors' lengths/presence)."""
         upto = len(path) if upto is None else upto
         key = path[:upto]
         if key in self._guard_cache:
             return self._guard_cache[key]
-        out: list[N.Node] = []
+        out: list[E.Node] = []
         node = self.template
         for i, p in enumerate(key):
             if isinstance(node, Arr):
                 lv = self.len_var(Ref(path[:i], node))
                 if lv is not None and p >= node.min_items:
-                    out.append(N.Cmp(">", N.VarRef(lv), N.Const(p)))
+                    out.append(E.Cmp(">", E.VarRef(lv), E.Const(p)))
                 node = node.item
             elif isinstance(node, Obj):
                 f = next(f for f in node.fields if f.key == p)
@@ -231,7 +234,7 @@ class Grounder:
                                            # document order: the key is decided before its value
                                            order=self._order(fp)[:-1] + (self._order(fp)[-1] - 0.5,))
                         self.present_var_of[fp] = pv
-                    out.append(N.Cmp("==", N.VarRef(self.present_var_of[fp]), N.Const(True)))
+                    out.append(E.Cmp("==", E.VarRef(self.present_var_of[fp]), E.Const(True)))
                 node = f.node
         self._guard_cache[key] = out
         return out
@@ -252,13 +255,13 @@ class Grounder:
         self._count += 1
         if self._count > MAX_INSTANCES:
             raise self.err(f"more than {MAX_INSTANCES} relation instances: the spec is too large to ground")
-        guards: list[N.Node] = []
+        guards: list[E.Node] = []
         self._slots = []
         node = self.boolean(self.expr(ast, env, guards), ast)
-        g = N.conj(_dedupe(guards))
+        g = E.conj(_dedupe(guards))
         if g is not None:
-            node = N.implies(g, node)
-        if isinstance(node, N.Const):
+            node = E.implies(g, node)
+        if isinstance(node, E.Const):
             if not node.v:
                 self.factors.append(Factor(rel, node, dict(env), []))
             return
@@ -275,7 +278,7 @@ class Grounder:
                 yield inner, body
 
     def _bindings(self, names: list[str], rng: Optional[dict], body: dict, env: dict) -> list[dict]:
-        out = [dict()]
+        out: list[dict] = [{}]
         for name in names:
             if name in env or name in self.tables:
                 raise self.err(f"index variable {name!r} shadows another name")
@@ -310,16 +313,17 @@ class Grounder:
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
                 continue
             n = self._check_max_items(ref.path, ref.node)
-            ok = set()
+            ok: set[int] = set()
+            usable = True
             for i in range(-n - 4, n + 4):
                 try:
                     k = self._const_int(idx, {**env, name: i})
                 except RelationError:
-                    ok = None
+                    usable = False
                     break
                 if 0 <= k < n:
                     ok.add(i)
-            if ok is None:
+            if not usable:
                 continue
             allowed = ok if allowed is None else allowed & ok
         if allowed is None:
@@ -329,7 +333,7 @@ class Grounder:
 
     def _const_int(self, ast: dict, env: dict) -> int:
         v = self.expr(ast, env, [])
-        if isinstance(v, N.Node) and not v.vars:
+        if isinstance(v, E.Node) and not v.vars:
             val = v.ev([])
             if isinstance(val, int) and not isinstance(val, bool):
                 return val
@@ -338,8 +342,8 @@ class Grounder:
         raise self.err(f"{to_text(ast)} must be a constant integer (only index variables and constants)")
 
     # value conversion --------------------------------------------------------------------------
-    def value(self, v: GVal, ast: dict) -> N.Node:
-        if isinstance(v, N.Node):
+    def value(self, v: GVal, ast: dict) -> E.Node:
+        if isinstance(v, E.Node):
             return v
         if isinstance(v, Ref):
             if not isinstance(v.node, Scalar):
@@ -347,20 +351,21 @@ class Grounder:
                                f"not a value (in {to_text(ast)})")
             var = self.slot_var(v)
             self._slots.append(var)
-            if len(var.values or []) == 1 and var.kind != "bool":
-                return N.Const(var.values[0])
-            return N.VarRef(var)
+            vals = var.values or []
+            if len(vals) == 1 and var.kind != "bool":
+                return E.Const(vals[0])
+            return E.VarRef(var)
         if isinstance(v, SelRef):
-            return N.Select(v.index, {k: self.value(r, ast) for k, r in v.options.items()})
+            return E.Select(v.index, {k: self.value(r, ast) for k, r in v.options.items()})
         raise self.err(f"{to_text(ast)} is not a value")
 
-    def boolean(self, v: GVal, ast: dict) -> N.Node:
+    def boolean(self, v: GVal, ast: dict) -> E.Node:
         n = self.value(v, ast)
         if n.kind != "bool":
             raise self.err(f"{to_text(ast)} is not a condition (true/false)")
         return n
 
-    def numeric(self, v: GVal, ast: dict) -> N.Node:
+    def numeric(self, v: GVal, ast: dict) -> E.Node:
         n = self.value(v, ast)
         if n.kind not in ("num", "bool"):
             raise self.err(f"{to_text(ast)} is not a number")
@@ -369,11 +374,11 @@ class Grounder:
     # expressions -------------------------------------------------------------------------------
     def expr(self, ast: dict, env: dict, guards: list) -> GVal:
         if "const" in ast:
-            return N.Const(ast["const"])
+            return E.Const(ast["const"])
         if "name" in ast and "op" not in ast:
             nm = ast["name"]
             if nm in env:
-                return N.Const(env[nm])
+                return E.Const(env[nm])
             if nm in self.tables:
                 return TableRef(nm, self.tables[nm])
             if nm == "$":
@@ -404,42 +409,42 @@ class Grounder:
             if op in ("//", "%"):
                 if b.vars or b.ev([]) == 0:
                     raise self.err(f"'{op}' needs a non-zero constant divisor (in {to_text(ast)})")
-            return _fold(N.Arith(op, a, b))
+            return _fold(E.Arith(op, a, b))
         if op == "neg":
-            return _fold(N.Unary("neg", self.numeric(self.expr(args[0], env, guards), args[0])))
+            return _fold(E.Unary("neg", self.numeric(self.expr(args[0], env, guards), args[0])))
         if op in ("==", "!=", "<", "<=", ">", ">="):
             a = self.value(self.expr(args[0], env, guards), args[0])
             b = self.value(self.expr(args[1], env, guards), args[1])
             kinds = {a.kind, b.kind}
             if op not in ("==", "!=") and not kinds <= {"num"}:
                 raise self.err(f"'{op}' compares numbers only (in {to_text(ast)})")
-            if len(kinds) > 1 and not (isinstance(a, N.Const) or isinstance(b, N.Const)) and kinds != {"num", "bool"}:
+            if len(kinds) > 1 and not (isinstance(a, E.Const) or isinstance(b, E.Const)) and kinds != {"num", "bool"}:
                 raise self.err(f"comparing a {a.kind} with a {b.kind} (in {to_text(ast)})")
-            return _fold(N.Cmp(op, a, b))
+            return _fold(E.Cmp(op, a, b))
         if op in ("and", "or"):
             parts = [self.boolean(self.expr(x, env, guards), x) for x in args]
-            return _fold((N.And if op == "and" else N.Or)(parts))
+            return _fold((E.And if op == "and" else E.Or)(parts))
         if op == "not":
-            return _fold(N.Not(self.boolean(self.expr(args[0], env, guards), args[0])))
+            return _fold(E.Not(self.boolean(self.expr(args[0], env, guards), args[0])))
         if op == "implies":
             a = self.boolean(self.expr(args[0], env, guards), args[0])
             b = self.boolean(self.expr(args[1], env, guards), args[1])
-            return _fold(N.implies(a, b))
+            return _fold(E.implies(a, b))
         if op == "in":
             return self._in(args[0], args[1], env, guards, ast)
         if op in ("forall", "exists"):
             parts = []
-            for b in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
+            for bnd in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
                 g: list = []
-                body = self.boolean(self.expr(ast["body"], {**env, **b}, g), ast["body"])
-                gc = N.conj(_dedupe(g))
+                body = self.boolean(self.expr(ast["body"], {**env, **bnd}, g), ast["body"])
+                gc = E.conj(_dedupe(g))
                 if op == "forall":
-                    parts.append(body if gc is None else N.implies(gc, body))
+                    parts.append(body if gc is None else E.implies(gc, body))
                 else:
-                    parts.append(body if gc is None else N.And([gc, body]))
+                    parts.append(body if gc is None else E.And([gc, body]))
             if not parts:
-                return N.Const(op == "forall")
-            return _fold(N.And(parts) if op == "forall" else N.Or(parts))
+                return E.Const(op == "forall")
+            return _fold(E.And(parts) if op == "forall" else E.Or(parts))
         if op == "tuple" or op == "list":
             return ListVal([(None, self.value(self.expr(x, env, guards), x)) for x in args])
         if op == "call":
@@ -463,7 +468,7 @@ class Grounder:
             for g, r in base.items:
                 extra = []
                 r2 = self._attr(r, name, extra, ast)  # an optional field adds its presence guard
-                items.append((N.conj(([g] if g is not None else []) + extra), r2))
+                items.append((E.conj(([g] if g is not None else []) + extra), r2))
             return ListVal(items)
         if not isinstance(base, Ref) or not isinstance(base.node, Obj):
             raise self.err(f"'.{name}' applied to something that is not an object (in {to_text(ast)})")
@@ -482,23 +487,24 @@ class Grounder:
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"indexing something that is not an array (in {to_text(ast)})")
         a = base.node
-        self._check_max_items(base.path, a)
+        max_items = self._check_max_items(base.path, a)
         if idx < 0:
-            if a.min_items == a.max_items:
-                idx += a.max_items
+            if a.min_items == max_items:
+                idx += max_items
             else:
                 lv = self.len_var(base)
-                opts = {}
-                for n in range(max(a.min_items, -idx), a.max_items + 1):
+                assert lv is not None  # the length varies
+                opts: dict[int, GVal] = {}
+                for n in range(max(a.min_items, -idx), max_items + 1):
                     p = base.path + (n + idx,)
                     opts[n] = Ref(p, a.item)
                 if not opts:
                     raise self.err(f"index {idx} is out of range of {path_text(base.path)}")
                 if a.min_items < -idx:  # like arr[k], last(arr) applies only when the item exists
-                    guards.append(N.Cmp(">=", N.VarRef(lv), N.Const(-idx)))
-                return SelRef(N.VarRef(lv), opts)
-        if not 0 <= idx < a.max_items:
-            raise self.err(f"index {idx} is out of range of {path_text(base.path)} (maxItems {a.max_items})")
+                    guards.append(E.Cmp(">=", E.VarRef(lv), E.Const(-idx)))
+                return SelRef(E.VarRef(lv), opts)
+        if not 0 <= idx < max_items:
+            raise self.err(f"index {idx} is out of range of {path_text(base.path)} (maxItems {max_items})")
         path = base.path + (idx,)
         guards.extend(self.guards(path))
         return Ref(path, a.item)
@@ -507,25 +513,25 @@ class Grounder:
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"[*] applied to something that is not an array (in {to_text(ast)})")
         a = base.node
-        self._check_max_items(base.path, a)
+        max_items = self._check_max_items(base.path, a)
         items = []
-        for k in range(a.max_items):
+        for k in range(max_items):
             p = base.path + (k,)
-            items.append((N.conj(self.guards(p)[len(self.guards(base.path)):]), Ref(p, a.item)))
+            items.append((E.conj(self.guards(p)[len(self.guards(base.path)):]), Ref(p, a.item)))
         return ListVal(items)
 
-    def _lookup(self, t: TableRef, key: N.Node, ast: dict) -> N.Node:
+    def _lookup(self, t: TableRef, key: E.Node, ast: dict) -> E.Node:
         if not isinstance(t.data, dict):
             raise self.err(f"table {t.name!r} is not a lookup table (an object), so [key] does not apply")
         vals = list(t.data.values())
         kind = "num" if all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in vals) else "sym"
-        if isinstance(key, N.Const):
+        if isinstance(key, E.Const):
             if key.v not in t.data:
                 raise self.err(f"key {key.v!r} is not in table {t.name!r}")
-            return N.Const(t.data[key.v])
-        return N.Lookup(t.data, key, kind)
+            return E.Const(t.data[key.v])
+        return E.Lookup(t.data, key, kind)
 
-    def _in(self, item_ast: dict, cont_ast: dict, env: dict, guards: list, ast: dict) -> N.Node:
+    def _in(self, item_ast: dict, cont_ast: dict, env: dict, guards: list, ast: dict) -> E.Node:
         item = self.expr(item_ast, env, guards)
         elems = [self.value(x, item_ast) for _, x in item.items] if isinstance(item, ListVal) \
             else [self.value(item, item_ast)]
@@ -537,19 +543,19 @@ class Grounder:
                 rows = cont.data
         elif isinstance(cont, ListVal):
             vals = [n for _, n in cont.items]
-            if all(isinstance(v, N.Const) for v in vals):
+            if all(isinstance(v, E.Const) for v in vals):
                 rows = [(v.v,) for v in vals]
             else:
                 if len(elems) != 1:
                     raise self.err(f"tuple membership needs a table (in {to_text(ast)})")
-                return _fold(N.Or([N.Cmp("==", elems[0], v) for v in vals]))
+                return _fold(E.Or([E.Cmp("==", elems[0], v) for v in vals]))
         else:
             raise self.err(f"'in' needs a table name or a [list] on its right (in {to_text(ast)})")
         if rows and any(len(r) != len(elems) for r in rows):
             raise self.err(f"{len(elems)} values tested against a table of {len(rows[0])} columns (in {to_text(ast)})")
-        return _fold(N.Member(elems, list(rows)))
+        return _fold(E.Member(elems, list(rows)))
 
-    def _items(self, arg: dict, env: dict, guards: list) -> list[tuple[Optional[N.Node], N.Node]]:
+    def _items(self, arg: dict, env: dict, guards: list) -> list[tuple[Optional[E.Node], E.Node]]:
         """The guarded items an aggregate ranges over."""
         if arg.get("op") == "gen":
             out = []
@@ -560,7 +566,7 @@ class Grounder:
                 val = self.value(self.expr(arg["args"][0], e2, g), arg["args"][0])
                 if arg.get("cond") is not None:
                     g.append(self.boolean(self.expr(arg["cond"], e2, g), arg["cond"]))
-                out.append((N.conj(_dedupe(g)), val))
+                out.append((E.conj(_dedupe(g)), val))
             return out
         v = self.expr(arg, env, guards)
         if isinstance(v, ListVal):
@@ -577,7 +583,7 @@ class Grounder:
                 raise self.err(f"{func}() needs an array (in {to_text(ast)})")
             if func == "len":
                 lv = self.len_var(base)
-                return N.Const(base.node.max_items) if lv is None else N.VarRef(lv)
+                return E.Const(base.node.max_items) if lv is None else E.VarRef(lv)
             return self._index(base, 0 if func == "first" else -1, guards, ast)
         if func in ("abs", "round"):
             want = 1 if func == "abs" else 2
@@ -585,44 +591,44 @@ class Grounder:
                 raise self.err(f"{func}() takes {want} argument(s)")
             x = self.numeric(self.expr(args[0], env, guards), args[0])
             if func == "abs":
-                return _fold(N.Unary("abs", x))
+                return _fold(E.Unary("abs", x))
             q = self.numeric(self.expr(args[1], env, guards), args[1])
             if q.vars or q.ev([]) <= 0:
                 raise self.err("round(x, q) needs a positive constant q")
-            return _fold(N.Unary("round", x, q.ev([])))
-        items: list[tuple[Optional[N.Node], N.Node]] = []
+            return _fold(E.Unary("round", x, q.ev([])))
+        items: list[tuple[Optional[E.Node], E.Node]] = []
         for a in args:
             items += self._items(a, env, guards)
         if func == "all_different":
-            return _fold(N.AllDiff(items))
+            return _fold(AllDiff(items))
         if func == "count":
-            terms = []
+            terms: list[E.Node] = []
             for g, n in items:
                 if n.kind != "bool":
                     raise self.err("count() counts conditions (true/false items)")
-                c = n if g is None else N.And([g, n])
-                terms.append(N.If(c, N.Const(1), N.Const(0)))
+                c = n if g is None else E.And([g, n])
+                terms.append(E.If(c, E.Const(1), E.Const(0)))
             return _fold(_sum(terms))
-        for g, n in items:
+        for _g, n in items:
             if n.kind not in ("num", "bool"):
                 raise self.err(f"{func}() needs numbers (in {to_text(ast)})")
         if func == "sum":
-            return _fold(_sum([n if g is None else N.If(g, n, N.Const(0)) for g, n in items]))
+            return _fold(_sum([n if g is None else E.If(g, n, E.Const(0)) for g, n in items]))
         if not items:
             raise self.err(f"{func}() of nothing")
-        return _fold(N.MinMax(func == "max", items))
+        return _fold(E.MinMax(func == "max", items))
 
 
-def _sum(terms: list[N.Node]) -> N.Node:
+def _sum(terms: list[E.Node]) -> E.Node:
     if not terms:
-        return N.Const(0)
+        return E.Const(0)
     acc = terms[0]
     for t in terms[1:]:
-        acc = N.Arith("+", acc, t)
+        acc = E.Arith("+", acc, t)
     return acc
 
 
-def _dedupe(nodes: list[N.Node]) -> list[N.Node]:
+def _dedupe(nodes: list[E.Node]) -> list[E.Node]:
     seen, out = set(), []
     for n in nodes:
         key = _node_key(n)
@@ -632,22 +638,22 @@ def _dedupe(nodes: list[N.Node]) -> list[N.Node]:
     return out
 
 
-def _node_key(n: N.Node) -> Any:
-    if isinstance(n, N.Cmp) and isinstance(n.a, N.VarRef) and isinstance(n.b, N.Const):
+def _node_key(n: E.Node) -> Any:
+    if isinstance(n, E.Cmp) and isinstance(n.a, E.VarRef) and isinstance(n.b, E.Const):
         return ("cmp", n.op, n.a.var.id, n.b.v)
     return id(n)
 
 
-def _fold(n: N.Node) -> N.Node:
+def _fold(n: E.Node) -> E.Node:
     """Evaluate constant sub-expressions now."""
     if not n.vars:
         try:
             v = n.ev([])
         except TypeError:  # an undefined constant (no item to take min/max of): decided per record
             return n
-        if v is None or v is N.UNDEFINED:
+        if v is None or v is E.UNDEFINED:
             return n
-        return N.Const(bool(v) if n.kind == "bool" else v)
+        return E.Const(bool(v) if n.kind == "bool" else v)
     return n
 
 
@@ -697,7 +703,8 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
         raise SpecError(base, "x-factorspec must be an object with 'tables' and 'relations'")
     extra = set(ext) - {"tables", "relations"}
     if extra:
-        raise SpecError(f"{base}/{escape_pointer(sorted(extra)[0])}", f"unknown key {sorted(extra)[0]!r} in x-factorspec")
+        key = sorted(extra)[0]
+        raise SpecError(f"{base}/{escape_pointer(key)}", f"unknown key {key!r} in x-factorspec")
     tables = ext.get("tables", {})
     if not isinstance(tables, dict):
         raise SpecError(f"{base}/tables", "tables must be an object of named tables")
@@ -709,15 +716,18 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
     for i, r in enumerate(rels_raw):
         ptr = f"{base}/relations/{i}"
         message = ""
+        expr: Any
         if isinstance(r, str):
             name, expr = f"relation[{i}]", r
         elif isinstance(r, dict):
             extra = set(r) - {"name", "expr", "message"}
             if extra:
-                raise SpecError(f"{ptr}/{escape_pointer(sorted(extra)[0])}", f"unknown key {sorted(extra)[0]!r} in a relation")
-            name = r.get("name", f"relation[{i}]")
-            if not isinstance(name, str) or not name:
+                key = sorted(extra)[0]
+                raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
+            given = r.get("name", f"relation[{i}]")
+            if not isinstance(given, str) or not given:
                 raise SpecError(f"{ptr}/name", "a relation's name must be a non-empty string")
+            name = given
             expr = r.get("expr")
             message = r.get("message", "")
             if not isinstance(message, str):

@@ -31,7 +31,8 @@ KEYWORDS = {"forall", "exists", "and", "or", "not", "implies", "in", "for", "if"
 
 
 def _lex(text: str) -> list[tuple[str, Any]]:
-    pos, out = 0, []
+    pos = 0
+    out: list[tuple[str, Any]] = []
     text = text.rstrip()
     while pos < len(text):
         m = _TOKEN_RE.match(text, pos)
@@ -279,7 +280,7 @@ def to_json(ast: Ast) -> Ast:
     """JSON-serialisable AST (decimals written as {"decimal": "0.01"} to stay exact)."""
     if "const" in ast:
         return {"const": _const_to_json(ast["const"])}
-    out = {k: v for k, v in ast.items()}
+    out = dict(ast)
     for key in ("args",):
         if key in out:
             out[key] = [to_json(a) for a in out[key]]
@@ -292,9 +293,9 @@ def to_json(ast: Ast) -> Ast:
 _ALLOWED_KEYS = {"const", "name", "op", "args", "vars", "range", "body", "var", "cond", "func", "attr"}
 # number of args of each op the parser produces: (min, max); None = any number
 _ARITY: dict[str, tuple[int, Any]] = {
-    **{op: (2, 2) for op in CMP_OPS}, **{op: (2, 2) for op in ("+", "-", "*", "//", "%", "in", "index",
-                                                                  "range", "implies")},
-    **{op: (1, 1) for op in ("not", "neg", "star", "attr", "indices", "gen")},
+    **dict.fromkeys(CMP_OPS, (2, 2)),
+    **dict.fromkeys(("+", "-", "*", "//", "%", "in", "index", "range", "implies"), (2, 2)),
+    **dict.fromkeys(("not", "neg", "star", "attr", "indices", "gen"), (1, 1)),
     "and": (1, None), "or": (1, None), "tuple": (1, None), "list": (0, None), "call": (0, None),
     "forall": (0, 0), "exists": (0, 0),
 }
@@ -366,7 +367,7 @@ def format_decimal(v: Fraction | int) -> str:
     """Shortest plain decimal text of an exact value (raises if it is not a finite decimal)."""
     if isinstance(v, int):
         return str(v)
-    num, den = v.numerator, v.denominator
+    den = v.denominator
     scale = 0
     d = den
     while d % 10 == 0:

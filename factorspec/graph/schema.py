@@ -99,7 +99,7 @@ class Scalar:
 @dataclass
 class Field:
     key: str
-    node: "Node"
+    node: LayoutNode
     required: bool
 
 
@@ -112,12 +112,12 @@ class Obj:
 @dataclass
 class Arr:
     pointer: str
-    item: "Node"
+    item: LayoutNode
     min_items: int
     max_items: int | None
 
 
-Node = Union[Scalar, Obj, Arr]
+LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the template tree)
 
 
 def _num(v: Any, ptr: str, kw: str) -> Fraction:
@@ -151,7 +151,7 @@ class SchemaCompiler:
         self.doc = doc
         self._ref_stack: list[str] = []
 
-    def compile(self) -> Node:
+    def compile(self) -> LayoutNode:
         if not isinstance(self.doc, dict):
             raise SpecError("", f"a spec must be a JSON object (a JSON Schema), got {type(self.doc).__name__}")
         return self.node(self.doc, "", 0)
@@ -160,7 +160,7 @@ class SchemaCompiler:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
         target: Any = self.doc
-        parts = [p for p in ref[1:].split("/")][1:] if ref != "#" else []
+        parts = ref[1:].split("/")[1:] if ref != "#" else []
         for raw in parts:
             part = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and part in target:
@@ -173,7 +173,7 @@ class SchemaCompiler:
             raise SpecError(f"{ptr}/$ref", f"reference {ref!r} is not a schema object")
         return target, ref[1:] or ""
 
-    def node(self, s: Any, ptr: str, depth: int) -> Node:
+    def node(self, s: Any, ptr: str, depth: int) -> LayoutNode:
         if depth > self.MAX_DEPTH:
             raise SpecError(ptr, f"schema nests deeper than {self.MAX_DEPTH} levels")
         if s is True:
@@ -231,6 +231,7 @@ class SchemaCompiler:
             if hi is not None and hi < lo:
                 raise SpecError(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
+        assert typ is not None  # no type, enum or const was refused above
         return self._numeric(s, ptr, typ)
 
     def _enum(self, s: dict, ptr: str, typ: str | None) -> Scalar:
@@ -244,7 +245,8 @@ class SchemaCompiler:
         out: list[Any] = []
         for i, v in enumerate(values):
             if isinstance(v, (dict, list)):
-                raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not a scalar ({json.dumps(v)[:40]}); only scalars are supported")
+                raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not a scalar ({json.dumps(v)[:40]}); "
+                                "only scalars are supported")
             if isinstance(v, float):
                 if not math.isfinite(v):
                     raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not finite")
@@ -357,7 +359,7 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
 
 
-def compile_schema(doc: dict) -> Node:
+def compile_schema(doc: dict) -> LayoutNode:
     """Compile a schema document (the spec minus its relations) into the template tree."""
     return SchemaCompiler(doc).compile()
 
@@ -373,7 +375,7 @@ class TextStyle:
     key_sep: str = ": "
 
 
-def canonical_text(node: Node, value: Any, style: TextStyle = TextStyle()) -> str:
+def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle()) -> str:
     """The one canonical text of a record (assumed valid against the template)."""
     if isinstance(node, Obj):
         parts = [f"{json.dumps(f.key, ensure_ascii=False)}{style.key_sep}{canonical_text(f.node, value[f.key], style)}"
@@ -384,7 +386,7 @@ def canonical_text(node: Node, value: Any, style: TextStyle = TextStyle()) -> st
     return node.text(value)
 
 
-def schema_violations(node: Node, value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
+def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
     """Every way `value` breaks the template, as (path, message) pairs."""
     out: list[tuple[tuple, str]] = []
     if isinstance(node, Obj):

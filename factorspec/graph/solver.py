@@ -10,14 +10,27 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
-from factorspec.graph import nodes as N
+from factorspec.graph.domain import (
+    EXPLICIT_LIMIT,
+    Narrowing,
+    dclip,
+    dcontains,
+    dmax,
+    dmin,
+    dom_range,
+    dsize,
+    dvalues,
+)
+from factorspec.graph.expr import F, Node, T, Var, VarRef, as_bool
+from factorspec.graph.globals.all_different import AllDiff
+from factorspec.graph.globals.registry import post_globals
 from factorspec.graph.ground import Factor
-from factorspec.graph.sequence import find_sequences
 
 
 @dataclass
@@ -39,12 +52,13 @@ class Stats:
 class Problem:
     """Variables and factors with their watch lists."""
 
-    def __init__(self, vars: list[N.Var], factors: list[Factor]) -> None:
+    def __init__(self, vars: list[Var], factors: list[Factor]) -> None:
         self.vars = vars
         self.factors = factors
-        # implied global nodes (recognised patterns) propagate after the factors, never decide
-        self.globals: list[N.Node] = find_sequences(vars, factors)
-        self.nodes: list[N.Node] = [f.node for f in factors] + self.globals
+        # implied global nodes (recognised by the registry's recognisers) propagate after the
+        # factors, never decide
+        self.globals: list[Node] = post_globals(vars, factors)
+        self.nodes: list[Node] = [f.node for f in factors] + self.globals
         self.n_factors = len(factors)
         self.watch: list[list[int]] = [[] for _ in vars]
         for ci, node in enumerate(self.nodes):
@@ -60,7 +74,7 @@ class Problem:
         # assigned values only as a set (so prefixes that used the same values in another order
         # share their failures)
         self.fvars = [tuple(sorted(f.node.vars)) for f in factors]
-        self.set_sig = [isinstance(f.node, N.AllDiff) and all(g is None and isinstance(n, N.VarRef)
+        self.set_sig = [isinstance(f.node, AllDiff) and all(g is None and isinstance(n, VarRef)
                                                                for g, n in f.node.items) for f in factors]
         self.nogoods: set = set()  # keys of search nodes proven to have no solution
         # branch on structure (lengths, presence) first, then slots in document order
@@ -86,7 +100,7 @@ class Problem:
             q.deadline = None
 
     def initial_domains(self) -> list:
-        return [N.dom_range(v.lo, v.hi) for v in self.vars]
+        return [dom_range(v.lo, v.hi) for v in self.vars]
 
 
 class _Search:
@@ -107,7 +121,8 @@ class _Search:
             raise BudgetExceeded("search nodes", self.budget.nodes, self.nodes)
         # every node: nodes can cost milliseconds, and one question may run many short searches
         if time.monotonic() > self.deadline:
-            raise BudgetExceeded("seconds", self.budget.seconds, round(time.monotonic() - self.deadline + self.budget.seconds, 3))
+            used = round(time.monotonic() - self.deadline + self.budget.seconds, 3)
+            raise BudgetExceeded("seconds", self.budget.seconds, used)
 
     def propagate(self, D: list, changed: Optional[Iterable[int]] = None, ent: Optional[set] = None) -> bool:
         """Narrow D in place to a fixpoint (or until the revision budget); False if infeasible.
@@ -127,20 +142,20 @@ class _Search:
         queue = [ci for ci in pending if ci < nf]
         gqueue = [ci for ci in pending if ci >= nf]
         inq = set(pending)
-        ctx = N.Ctx(D)
+        ctx = Narrowing(D)
         while queue or gqueue:
             ci = queue.pop() if queue else gqueue.pop()
             inq.discard(ci)
             node = nodes[ci]
-            r = N._as_bool(node.fwd(D))
-            if r == N.F:
+            r = as_bool(node.fwd(D))
+            if r == F:
                 return False
-            if r == N.T:
+            if r == T:
                 if ent is not None:
                     ent.add(ci)
                 continue
             ctx.changed = []
-            if not node.bwd(ctx, N.T):
+            if not node.bwd(ctx, T):
                 return False
             self.revisions += 1
             if self.revisions > self.budget.revisions:
@@ -153,27 +168,26 @@ class _Search:
         return True
 
     def _pick(self, D: list) -> Optional[int]:
-        best, best_size = None, None
         for vid in self.p.branch_order:
-            s = N.dsize(D[vid])
+            s = dsize(D[vid])
             if s <= 1:
                 continue
             v = self.p.vars[vid]
-            if v.guard is not None and N._as_bool(v.guard.fwd(D)) == N.F:
-                D[vid] = frozenset([N.dmin(D[vid])])  # absent slot: its value does not matter
+            if v.guard is not None and as_bool(v.guard.fwd(D)) == F:
+                D[vid] = frozenset([dmin(D[vid])])  # absent slot: its value does not matter
                 continue
             return vid  # structure first, then slots in document order
-        return best
+        return None
 
     def _key(self, D: list) -> tuple:
         """What the rest of the search depends on: the open variables' domains, and for each factor
         that mixes assigned and open variables the assigned values (as a set for all_different).
         Two search nodes with equal keys have the same solutions on the open variables."""
         p = self.p
-        size = N.dsize
+        size = dsize
         open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
-        A = [N.dmin(d) if size(d) == 1 else None for d in D]
-        sigs = []
+        A = [dmin(d) if size(d) == 1 else None for d in D]
+        sigs: list[tuple[int, Any]] = []
         for ci, vs in enumerate(p.fvars):
             fixed = [v for v in vs if size(D[v]) == 1]
             if not fixed:
@@ -199,7 +213,7 @@ class _Search:
         ng.add(key)
 
     def _exact(self, D: list) -> bool:
-        A = [N.dmin(d) for d in D]
+        A = [dmin(d) for d in D]
         for f in self.p.factors:
             try:  # an undefined value (missing table key, min of nothing) makes the factor false,
                 if not f.node.ev(A):  # exactly as CompiledSpec.check decides
@@ -212,7 +226,7 @@ class _Search:
         if isinstance(d, frozenset):
             return [frozenset([k]) for k in sorted(d)]
         mid = (d[0] + d[1]) // 2
-        return [N.dom_range(d[0], mid), N.dom_range(mid + 1, d[1])]
+        return [dom_range(d[0], mid), dom_range(mid + 1, d[1])]
 
     def solve(self, D: list, changed: Optional[Iterable[int]] = None) -> Optional[list]:
         """One solution (a list of internal values) extending D, or None."""
@@ -228,7 +242,7 @@ class _Search:
             return None
         vid = self._pick(D)
         if vid is None:
-            return [N.dmin(d) for d in D] if self._exact(D) else None
+            return [dmin(d) for d in D] if self._exact(D) else None
         key = self._key(D)
         if key in self.p.nogoods:
             return None
@@ -258,7 +272,7 @@ class _Search:
             if not self._exact(D):
                 return 0
             if on_solution:
-                on_solution([N.dmin(d) for d in D])
+                on_solution([dmin(d) for d in D])
             return 1
         key = self._key(D)
         if key in self.p.nogoods:
@@ -285,7 +299,8 @@ class State:
         self._memo: dict = {}
 
     @classmethod
-    def root(cls, problem: Problem, budget: Budget = Budget()) -> Optional["State"]:
+    def root(cls, problem: Problem, budget: Optional[Budget] = None) -> Optional[State]:
+        budget = budget if budget is not None else Budget()
         s = _Search(problem, budget)
         D = problem.initial_domains()
         if not s.propagate(D):
@@ -298,10 +313,10 @@ class State:
     def _restrict(self, vid: int, allowed: Any) -> Optional[list]:
         d = self.D[vid]
         if isinstance(allowed, tuple):
-            nd = N.dclip(d, allowed[0], allowed[1])
+            nd = dclip(d, allowed[0], allowed[1])
         else:
-            nd = frozenset(k for k in allowed if N.dcontains(d, k))
-        if N.dsize(nd) == 0:
+            nd = frozenset(k for k in allowed if dcontains(d, k))
+        if dsize(nd) == 0:
             return None
         D2 = list(self.D)
         D2[vid] = nd
@@ -311,7 +326,7 @@ class State:
         """Is there a valid record with var `vid` in `allowed` (a set of ints or (lo, hi))?"""
         return self.narrow(vid, allowed) is not None
 
-    def narrow(self, vid: int, allowed: Any) -> Optional["State"]:
+    def narrow(self, vid: int, allowed: Any) -> Optional[State]:
         """The state after deciding var `vid` in `allowed`; None if no valid record remains."""
         key = (vid, allowed if isinstance(allowed, tuple) else frozenset(allowed))
         if key in self._memo:
@@ -321,7 +336,7 @@ class State:
         if D2 is not None:
             w = self.witness[vid]
             s = _Search(self.problem, self.budget)
-            if N.dcontains(D2[vid], w):
+            if dcontains(D2[vid], w):
                 self.problem.stats.witness_hits += 1
                 if s.propagate(D2, [vid]):
                     out = State(self.problem, D2, self.witness, self.budget)
@@ -332,26 +347,26 @@ class State:
         self._memo[key] = out
         return out
 
-    def assign(self, vid: int, k: int) -> Optional["State"]:
+    def assign(self, vid: int, k: int) -> Optional[State]:
         return self.narrow(vid, frozenset([k]))
 
-    def feasible_values(self, vid: int, limit: int = N.EXPLICIT_LIMIT) -> list[int]:
+    def feasible_values(self, vid: int, limit: int = EXPLICIT_LIMIT) -> list[int]:
         """Exactly the values of var `vid` that some valid record extending this state has."""
         key = ("values", vid)
         if key in self._memo:
             return self._memo[key]
         d = self.D[vid]
-        if N.dsize(d) > limit:
-            raise BudgetExceeded(f"domain size of {self.problem.vars[vid].name}", limit, N.dsize(d))
+        if dsize(d) > limit:
+            raise BudgetExceeded(f"domain size of {self.problem.vars[vid].name}", limit, dsize(d))
         with self.problem.question(self.budget):
-            out = [k for k in N.dvalues(d) if self.assign(vid, k) is not None]
+            out = [k for k in dvalues(d) if self.assign(vid, k) is not None]
         self._memo[key] = out
         return out
 
     def value_bounds(self, vid: int) -> tuple[int, int]:
         """Smallest and largest feasible value of var `vid` (by bisection over its domain)."""
         d = self.D[vid]
-        lo, hi = N.dmin(d), N.dmax(d)
+        lo, hi = dmin(d), dmax(d)
         a, b = lo, hi
         while a < b:  # smallest feasible
             mid = (a + b) // 2

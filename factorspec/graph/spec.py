@@ -6,11 +6,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.errors import FactorSpecError, SpecError, Unsatisfiable
-from factorspec.graph import nodes as N
-from factorspec.graph.ground import Factor, Grounder, Relation, load_relations
-from factorspec.graph.schema import (EXTENSION_KEY, Arr, Node, Obj, Scalar, TextStyle, canonical_text,
-                                     compile_schema, path_text, schema_violations)
+from factorspec.errors import SpecError, Unsatisfiable
+from factorspec.graph.ground import Grounder, load_relations
+from factorspec.graph.schema import (
+    EXTENSION_KEY,
+    Arr,
+    LayoutNode,
+    Obj,
+    Scalar,
+    TextStyle,
+    canonical_text,
+    compile_schema,
+    path_text,
+    schema_violations,
+)
 from factorspec.graph.solver import Budget, Problem, State
 
 
@@ -45,7 +54,7 @@ class CompiledSpec:
         self.doc = doc
         self.style = style
         self.budget = budget or Budget()
-        self.template: Node = compile_schema(doc)
+        self.template: LayoutNode = compile_schema(doc)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
@@ -110,7 +119,7 @@ class CompiledSpec:
         present = {p: A[v.id] for p, v in self.present_var_of.items()}
         return self._build(self.template, (), A, lens, present)
 
-    def _build(self, node: Node, path: tuple, A: list, lens: dict, present: dict) -> Any:
+    def _build(self, node: LayoutNode, path: tuple, A: list, lens: dict, present: dict) -> Any:
         if isinstance(node, Obj):
             out = {}
             for f in node.fields:
@@ -142,7 +151,8 @@ class CompiledSpec:
             if _has(record, path):
                 k = v.scalar.encode(_get(record, path)) if v.scalar is not None else None
                 if k is None:
-                    return None, [Violation("schema", "value outside the schema", {}, {path_text(path): _get(record, path)})]
+                    return None, [Violation("schema", "value outside the schema", {},
+                                            {path_text(path): _get(record, path)})]
                 if v.kind == "bool":
                     k = int(_get(record, path))
                 A[v.id] = k
@@ -168,7 +178,7 @@ class CompiledSpec:
         return canonical_text(self.template, record, self.style)
 
 
-def _minimal(node: Node) -> Any:
+def _minimal(node: LayoutNode) -> Any:
     if isinstance(node, Obj):
         return {f.key: _minimal(f.node) for f in node.fields if f.required}
     if isinstance(node, Arr):

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
-from factorspec.graph import nodes as N
+from factorspec.graph.domain import dmax, dmin, dsize
 from factorspec.graph.relations import format_decimal
-from factorspec.graph.schema import Arr, Node, Obj, Scalar, TextStyle
-from factorspec.graph.solver import State
+from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.spec import CompiledSpec
 
 Config = tuple  # (stack: tuple, sol: State | None)
@@ -42,7 +42,7 @@ class TextMachine:
         self.style = style or spec.style
         self.sep = self.style.item_sep.encode()
         self.key_sep = self.style.key_sep.encode()
-        self._nodes: dict[tuple, Node] = {}
+        self._nodes: dict[tuple, LayoutNode] = {}
         self._expand_cache: dict = {}
         self._texts_cache: dict = {}
 
@@ -51,7 +51,7 @@ class TextMachine:
         sol = self.spec.root() if self.spec.vars else None
         return frozenset(self.expand((( ("V", ()), ), sol)))
 
-    def node_at(self, path: tuple) -> Node:
+    def node_at(self, path: tuple) -> LayoutNode:
         n = self._nodes.get(path)
         if n is None:
             node = self.spec.template
@@ -59,6 +59,7 @@ class TextMachine:
                 if isinstance(node, Obj):
                     node = next(f.node for f in node.fields if f.key == p)
                 else:
+                    assert isinstance(node, Arr)  # a path goes through objects and arrays only
                     node = node.item
             self._nodes[path] = n = node
         return n
@@ -164,7 +165,7 @@ class TextMachine:
         out: Optional[dict[bytes, int]] = None
         if v is not None:
             d = sol.D[v.id]
-            if N.dsize(d) <= SMALL_DOMAIN:
+            if dsize(d) <= SMALL_DOMAIN:
                 out = {node.text(node.decode(k)).encode(): k for k in sol.feasible_values(v.id)}
         elif node.kind == "enum":
             out = {node.text(x).encode(): k for k, x in enumerate(node.values)}
@@ -181,8 +182,8 @@ class TextMachine:
         v = self.spec.var_of.get(path)
         if v is not None:
             d = sol.D[v.id]
-            a = max(N.dmin(d), lo) if lo != -math.inf else N.dmin(d)
-            b = min(N.dmax(d), hi) if hi != math.inf else N.dmax(d)
+            a = max(dmin(d), lo) if lo != -math.inf else dmin(d)
+            b = min(dmax(d), hi) if hi != math.inf else dmax(d)
             if a > b:
                 return False
             return sol.exists(v.id, (int(a), int(b)))
@@ -213,7 +214,7 @@ class TextMachine:
             width = Fraction(1, 10 ** len(fp))
             v0 = Fraction((ip + b"." + fp).decode()) if fp else Fraction(ip.decode())
             excl = fp == b"" or fp.endswith(b"0")
-            ivs = [(v0, not excl, v0 + width, False)]
+            ivs: list[tuple[Fraction, bool, Any, bool]] = [(v0, not excl, v0 + width, False)]
         elif body == b"":
             ivs = [(Fraction(0), True, math.inf, False)]
         elif body == b"0":
@@ -249,8 +250,9 @@ class TextMachine:
         node: Scalar = self.node_at(path)  # type: ignore[assignment]
         v = self.spec.var_of.get(path)
         if v is not None:
+            assert step is not None  # a solver variable has a finite domain, so a step
             d = sol.D[v.id]
-            return max(abs(N.dmin(d)), abs(N.dmax(d))) * step
+            return max(abs(dmin(d)), abs(dmax(d))) * step
         if step is None:
             return None
         # one-sided bounds still bound one sign: minimum -1 leaves only -1 among the negatives
@@ -322,6 +324,7 @@ class TextMachine:
         top = stack[-1]
         path, p = top[1], top[2]
         texts = self._texts(path, sol)
+        k: Optional[int]
         if texts is not None:
             if p not in texts:
                 return None
@@ -444,7 +447,7 @@ class TextMachine:
 
     def witness_text(self, configs: frozenset) -> Optional[bytes]:
         """Text of one valid completion (the solver's witness), for drafting priors."""
-        for stack, sol in configs:
+        for _stack, sol in configs:
             if sol is None:
                 return None
             return self.spec.canonical_text(self.spec.record_from_assignment(sol.witness)).encode()

@@ -1,4 +1,4 @@
-"""The Sequence global propagator (alldiff + consecutive tables + time chain) against brute force.
+"""The DistinctSequence global propagator (alldiff + consecutive tables + time chain) against brute force.
 
 Random small trip-like specs (random directed graphs, stays, day windows, sometimes more values
 than slots): the solver's count and its feasible values along random prefixes must equal
@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from factorspec.errors import Unsatisfiable
 from factorspec.graph import compile_spec
-from factorspec.graph.sequence import Sequence
-
+from factorspec.graph.globals.sequence import DistinctSequence
 
 STAY = "forall i: itinerary[i].end_day - itinerary[i].start_day + 1 == stay[itinerary[i].city]"
 # the same chain written the other way round (the recogniser must orient it by itself)
@@ -99,7 +98,7 @@ def check_against_brute_force(inst, rnd) -> None:
     cities, n, stays, flights, events, total = inst
     sols = _brute(cities, n, stays, flights, events, total)
     cs = compile_spec(_spec(cities, n, stays, flights, events, total))
-    assert any(isinstance(g, Sequence) for g in cs.problem.globals)
+    assert any(isinstance(g, DistinctSequence) for g in cs.problem.globals)
     if not sols:
         with pytest.raises(Unsatisfiable):
             cs.root()
@@ -120,7 +119,7 @@ def test_no_hamiltonian_path_is_unsatisfiable() -> None:
     # a star: C0 <-> C1, C0 <-> C2, C0 <-> C3: no path visits all four
     cities = ["C0", "C1", "C2", "C3"]
     flights = [[a, b] for a, b in [("C0", "C1"), ("C1", "C0"), ("C0", "C2"), ("C2", "C0"), ("C0", "C3"), ("C3", "C0")]]
-    stays = {c: 2 for c in cities}
+    stays = dict.fromkeys(cities, 2)
     cs = compile_spec(_spec(cities, 4, stays, flights, [], 5))
     with pytest.raises(Unsatisfiable):
         cs.root()
@@ -129,7 +128,7 @@ def test_no_hamiltonian_path_is_unsatisfiable() -> None:
 def test_several_paths_all_counted() -> None:
     cities = ["C0", "C1", "C2", "C3"]
     flights = [[a, b] for a in cities for b in cities if a != b]  # complete: every order works
-    stays = {c: 2 for c in cities}
+    stays = dict.fromkeys(cities, 2)
     cs = compile_spec(_spec(cities, 4, stays, flights, [], 5))
     assert cs.count() == 24
     # a window that pins C2 to the third stop: 6 orders remain
@@ -141,7 +140,7 @@ def test_chain_recognised_on_trip_spec() -> None:
     cities = ["A", "B", "C"]
     flights = [["A", "B"], ["B", "C"]]
     cs = compile_spec(_spec(cities, 3, {"A": 2, "B": 3, "C": 2}, flights, [], 5))
-    (seq,) = [g for g in cs.problem.globals if isinstance(g, Sequence)]
+    (seq,) = [g for g in cs.problem.globals if isinstance(g, DistinctSequence)]
     assert seq.chain is not None and len(seq.chain) == 4 and seq.succ is not None
     assert seq.h == [1, 2, 1]
     assert cs.solve()["itinerary"][1]["city"] == "B"
@@ -153,7 +152,7 @@ def test_reversed_chain_counts_match(inst) -> None:
     cities, n, stays, flights, events, total = inst
     sols = _brute(cities, n, stays, flights, events, total)
     cs = compile_spec(_spec(cities, n, stays, flights, events, total, STAY_REVERSED))
-    (seq,) = [g for g in cs.problem.globals if isinstance(g, Sequence)]
+    (seq,) = [g for g in cs.problem.globals if isinstance(g, DistinctSequence)]
     assert seq.chain is not None
     if not sols:
         with pytest.raises(Unsatisfiable):

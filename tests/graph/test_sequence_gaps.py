@@ -1,4 +1,4 @@
-"""The Sequence node's gap-partition rule against brute force.
+"""The DistinctSequence node's gap-partition rule against brute force.
 
 Values whose start time is forced (events whose window equals the stay) cut the timeline into
 gaps; the rule checks that the other values can fill the gaps exactly (short gaps as paths of the
@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 
 from factorspec.errors import Unsatisfiable
 from factorspec.graph import compile_spec
-from factorspec.graph import sequence as Q
-from factorspec.graph.sequence import Sequence, _partition
+from factorspec.graph.globals import sequence as Q
+from factorspec.graph.globals.sequence import DistinctSequence, _partition
 from tests.graph.test_sequence import _brute, _spec, check_against_brute_force
-
 
 # -- the partition check alone --------------------------------------------------------------------
 
@@ -98,7 +97,7 @@ def test_gap_rule_fires_and_stays_exact(monkeypatch) -> None:
     """On fixed random instances the rule narrows the next slot (so the tests above exercise it),
     and the answers still equal brute force."""
     fired = {"fail": 0, "narrow": 0}
-    orig = Sequence._gaps
+    orig = DistinctSequence._gaps
 
     def spy(self, D, dm, k):
         before = dm[k] if k < len(dm) else None
@@ -109,7 +108,7 @@ def test_gap_rule_fires_and_stays_exact(monkeypatch) -> None:
             fired["narrow"] += 1
         return r
 
-    monkeypatch.setattr(Sequence, "_gaps", spy)
+    monkeypatch.setattr(DistinctSequence, "_gaps", spy)
     rnd = random.Random(7)
     for _ in range(40):
         nc = rnd.randint(5, 7)

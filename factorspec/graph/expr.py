@@ -1,65 +1,46 @@
 """Grounded expression nodes of the factor graph, with interval/set propagation (HC4-style).
 
 Each node offers:
-  fwd(D)            an over-approximation of its value under domains D: a numeric interval
-                    (lo, hi) or a frozenset of symbolic values; booleans are (0,0)/(0,1)/(1,1);
+  fwd(D)            an over-approximation of its value under domains D (an `Abstract`): a
+                    numeric interval (lo, hi) or a frozenset of symbolic values; booleans are the
+                    intervals F = (0, 0), U = (0, 1), T = (1, 1);
   bwd(C, target)    narrow its variables so its value lies in `target` (sound: only values that
                     cannot be part of a solution are removed); False on a wipe-out;
   ev(A)             its exact value under a full assignment A (internal values by var id).
 Soundness is all that propagation must give: exactness comes from search, which assigns every
-variable and then evaluates every factor exactly.
+variable and then evaluates every factor exactly. Global constraints (`graph/globals/`) are
+nodes too; the domains they narrow are in `graph/domain.py`.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable, Optional
+from typing import Any, Optional, Union
 
-INF = float("inf")
-T, F, U = (1, 1), (0, 0), (0, 1)
-EXPLICIT_LIMIT = 1024  # domains up to this size are explicit sets; larger ones are intervals
+from factorspec.graph.domain import (
+    EXPLICIT_LIMIT,
+    INF,
+    Domain,
+    Domains,
+    Narrowing,
+    dclip,
+    dmax,
+    dmin,
+    dom_range,
+    dsize,
+    dvalues,
+)
 
-
-# ----------------------------------------------------------------------------------------------
-# Domains: frozenset of internal ints, or an interval (lo, hi) of internal ints.
-
-def dom_range(lo: int, hi: int) -> Any:
-    if hi < lo:
-        return frozenset()
-    return frozenset(range(lo, hi + 1)) if hi - lo < EXPLICIT_LIMIT else (lo, hi)
-
-
-def dsize(d: Any) -> int:
-    return len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1
-
-
-def dmin(d: Any) -> int:
-    return min(d) if isinstance(d, frozenset) else d[0]
-
-
-def dmax(d: Any) -> int:
-    return max(d) if isinstance(d, frozenset) else d[1]
-
-
-def dcontains(d: Any, k: int) -> bool:
-    return k in d if isinstance(d, frozenset) else d[0] <= k <= d[1]
-
-
-def dclip(d: Any, lo: float, hi: float) -> Any:
-    """Domain restricted to lo <= k <= hi (bounds may be fractional or infinite)."""
-    if isinstance(d, frozenset):
-        if lo == -INF and hi == INF:
-            return d
-        return frozenset(k for k in d if lo <= k <= hi)
-    nlo = d[0] if lo == -INF else max(d[0], math.ceil(lo))
-    nhi = d[1] if hi == INF else min(d[1], math.floor(hi))
-    return dom_range(nlo, nhi)
-
-
-def dvalues(d: Any) -> list[int]:
-    if isinstance(d, frozenset):
-        return sorted(d)
-    return list(range(d[0], d[1] + 1))
+Interval = tuple[Any, Any]  # (lo, hi) of exact numbers (int or Fraction), bounds may be +-INF
+Abstract = Union[frozenset[Any], Interval]  # fwd's value: a set of (symbolic) values or an interval
+# Numeric and boolean nodes' abstract values are always intervals (`kind` says which form a node
+# yields; the type checker cannot see it): where such a node reads its children, it binds their
+# values as `Interval` with one `type: ignore[assignment]` per site.
+Truth = tuple[int, int]  # an abstract boolean: F, U or T
+T: Truth = (1, 1)
+F: Truth = (0, 0)
+U: Truth = (0, 1)
 
 
 class _Undefined:
@@ -82,18 +63,17 @@ class _Undefined:
 UNDEFINED = _Undefined()
 
 
-def _undefined(x: Any) -> bool:
+def is_undefined(x: Abstract) -> bool:
     """An abstract value that no defined value has (fwd of an UNDEFINED node)."""
     return len(x) == 0 if isinstance(x, frozenset) else x[0] > x[1]
 
 
-def _defined(*xs: Any) -> None:
+def require_defined(*xs: Any) -> None:
     for x in xs:
         if x is UNDEFINED:
             raise TypeError("undefined value (a key missing from a table, or min/max of no items)")
 
 
-# ----------------------------------------------------------------------------------------------
 
 class Var:
     """A solver variable: a record slot with a finite domain, an array length or a presence bit.
@@ -122,49 +102,34 @@ class Var:
         return f"Var({self.name})"
 
 
-class Ctx:
-    """Propagation context: the domains being narrowed and the variables that changed."""
 
-    __slots__ = ("D", "changed")
-
-    def __init__(self, D: list) -> None:
-        self.D = D
-        self.changed: list[int] = []
-
-    def set(self, vid: int, d: Any) -> bool:
-        old = self.D[vid]
-        if dsize(d) == 0:
-            return False
-        if dsize(d) != dsize(old):
-            self.D[vid] = d
-            self.changed.append(vid)
-        return True
-
-
-def _as_bool(x: Any) -> tuple:
+def as_bool(x: Abstract) -> Truth:
     if isinstance(x, frozenset):
         return (int(min(map(bool, x))), int(max(map(bool, x)))) if x else U
     return x
 
 
-def _hull(a: tuple, b: tuple) -> tuple:
+def hull(a: tuple, b: tuple) -> tuple:
     return (min(a[0], b[0]), max(a[1], b[1]))
 
 
 class Node:
+    """An expression over solver variables (see the module docstring for fwd/bwd/ev)."""
+
     kind = "num"  # 'num' | 'sym' | 'bool'
     __slots__ = ("vars",)
+    vars: frozenset[int]  # ids of the variables it mentions
 
-    def fwd(self, D: list) -> Any:
+    def fwd(self, D: Domains) -> Abstract:
         raise NotImplementedError
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         return True
 
     def ev(self, A: list) -> Any:
         raise NotImplementedError
 
-    def bwd_ne(self, C: Ctx, value: Any) -> bool:
+    def bwd_ne(self, C: Narrowing, value: Any) -> bool:
         """Narrow so the value differs from `value` (only variables can use this)."""
         return True
 
@@ -175,12 +140,12 @@ class Const(Node):
     def __init__(self, v: Any) -> None:
         self.v = int(v) if isinstance(v, bool) else v
         self.kind = "bool" if isinstance(v, bool) else ("num" if isinstance(v, (int, Fraction)) else "sym")
-        self.vars = frozenset()
+        self.vars: frozenset[int] = frozenset()
 
-    def fwd(self, D: list) -> Any:
+    def fwd(self, D: Domains) -> Abstract:
         return (self.v, self.v) if self.kind != "sym" else frozenset([self.v])
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if isinstance(target, frozenset):
             return self.v in target
         return target[0] <= self.v <= target[1]
@@ -199,7 +164,7 @@ class VarRef(Node):
         self._numeric_table = var.values is not None and var.kind == "num"
         self._cache: dict = {}  # domain -> abstract value (domains are immutable, hashes cached)
 
-    def fwd(self, D: list) -> Any:
+    def fwd(self, D: Domains) -> Abstract:
         d = D[self.var.id]
         hit = self._cache.get(d)
         if hit is not None:
@@ -211,17 +176,19 @@ class VarRef(Node):
             else:
                 out = (dmin(d), dmax(d))
         else:
-            vals = [v.values[k] for k in d] if isinstance(d, frozenset) else [v.values[k] for k in range(d[0], d[1] + 1)]
+            ks = d if isinstance(d, frozenset) else range(d[0], d[1] + 1)
+            vals = [v.values[k] for k in ks]
             out = (min(vals), max(vals)) if self._numeric_table else frozenset(vals)
         if len(self._cache) > 4096:
             self._cache.clear()
         self._cache[d] = out
         return out
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         v = self.var
         d = C.D[v.id]
         if isinstance(target, frozenset):
+            nd: Domain
             if v.values is not None and v.kind != "bool":
                 nd = frozenset(k for k in dvalues(d) if v.values[k] in target)
             else:
@@ -235,7 +202,7 @@ class VarRef(Node):
             return C.set(v.id, dclip(d, lo, hi))
         return C.set(v.id, frozenset(k for k in dvalues(d) if lo <= v.values[k] <= hi))
 
-    def bwd_ne(self, C: Ctx, value: Any) -> bool:
+    def bwd_ne(self, C: Narrowing, value: Any) -> bool:
         v = self.var
         d = C.D[v.id]
         ks = [k for k in (d if isinstance(d, frozenset) else ()) if v.value(k) == value]
@@ -246,6 +213,7 @@ class VarRef(Node):
                 if v.value(d[1]) == value:
                     return C.set(v.id, dom_range(d[0], d[1] - 1))
             return True
+        assert isinstance(d, frozenset)  # ks is empty for an interval domain
         return C.set(v.id, d - frozenset(ks))
 
     def ev(self, A: list) -> Any:
@@ -264,9 +232,11 @@ class Arith(Node):
         self.op, self.a, self.b = op, a, b
         self.vars = a.vars | b.vars
 
-    def fwd(self, D: list) -> tuple:
-        a, b = self.a.fwd(D), self.b.fwd(D)
-        if _undefined(a) or _undefined(b):
+    def fwd(self, D: Domains) -> Abstract:
+        a: Interval
+        b: Interval
+        a, b = self.a.fwd(D), self.b.fwd(D)  # type: ignore[assignment]
+        if is_undefined(a) or is_undefined(b):
             return (INF, -INF)
         op = self.op
         if op == "+":
@@ -287,12 +257,14 @@ class Arith(Node):
             return (a[0] - k, a[1] - k)
         return (0, c) if c > 0 else (c, 0)
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         op = self.op
         if op not in ("+", "-", "*"):
             return True
-        a, b = self.a.fwd(C.D), self.b.fwd(C.D)
-        if _undefined(a) or _undefined(b):
+        a: Interval
+        b: Interval
+        a, b = self.a.fwd(C.D), self.b.fwd(C.D)  # type: ignore[assignment]
+        if is_undefined(a) or is_undefined(b):
             return True
         lo, hi = target
         if op == "+":
@@ -300,7 +272,7 @@ class Arith(Node):
         if op == "-":
             return self.a.bwd(C, (lo + b[0], hi + b[1])) and self.b.bwd(C, (a[0] - hi, a[1] - lo))
         # '*': narrow a factor when the other is a known non-zero constant
-        for x, y, xn in ((a, b, self.a), (b, a, self.b)):
+        for _x, y, xn in ((a, b, self.a), (b, a, self.b)):
             if y[0] == y[1] and y[0] != 0:
                 c = y[0]
                 q = (lo / c, hi / c) if c > 0 else (hi / c, lo / c)
@@ -346,9 +318,9 @@ class Unary(Node):
             return abs(x)
         return _norm(math.floor(Fraction(x) / self.q + Fraction(1, 2)) * self.q)
 
-    def fwd(self, D: list) -> tuple:
-        a = self.a.fwd(D)
-        if _undefined(a):
+    def fwd(self, D: Domains) -> Abstract:
+        a: Interval = self.a.fwd(D)  # type: ignore[assignment]
+        if is_undefined(a):
             return (INF, -INF)
         if self.op == "neg":
             return (-a[1], -a[0])
@@ -360,7 +332,7 @@ class Unary(Node):
             return (0, max(-a[0], a[1]))
         return (self._f(a[0]), self._f(a[1]))
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         lo, hi = target
         if self.op == "neg":
             return self.a.bwd(C, (-hi, -lo))
@@ -373,7 +345,7 @@ class Unary(Node):
         return self._f(self.a.ev(A))
 
 
-def _sym(x: Any) -> Optional[frozenset]:
+def sym(x: Abstract) -> Optional[frozenset]:
     """A symbolic view of an abstract value (sets as is, singleton intervals as sets)."""
     if isinstance(x, frozenset):
         return x
@@ -393,14 +365,14 @@ class Cmp(Node):
         self.op, self.a, self.b = op, a, b
         self.vars = a.vars | b.vars
 
-    def fwd(self, D: list) -> tuple:
+    def fwd(self, D: Domains) -> Abstract:
         return self._cmp(self.op, self.a.fwd(D), self.b.fwd(D))
 
     @staticmethod
     def _cmp(op: str, a: Any, b: Any) -> tuple:
         if op in ("==", "!="):
             if isinstance(a, frozenset) or isinstance(b, frozenset):
-                sa, sb = _sym(a), _sym(b)
+                sa, sb = sym(a), sym(b)
                 if sa is None or sb is None:
                     r = U
                 elif len(sa) == 1 and sa == sb:
@@ -423,17 +395,17 @@ class Cmp(Node):
             return T if a[1] < b[0] else (F if a[0] >= b[1] else U)
         return T if a[1] <= b[0] else (F if a[0] > b[1] else U)
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if target == U:
             return True
         op = self.op if target == T else _NEG[self.op]
         a, b = self.a.fwd(C.D), self.b.fwd(C.D)
-        if _undefined(a) or _undefined(b):
+        if is_undefined(a) or is_undefined(b):
             return True  # no narrowing from an undefined side (and no infinite bounds below)
         if op == "==":
             return self.a.bwd(C, b) and self.b.bwd(C, self.a.fwd(C.D))
         if op == "!=":
-            sa, sb = _sym(a), _sym(b)
+            sa, sb = sym(a), sym(b)
             if sb is not None and len(sb) == 1:
                 return self.a.bwd_ne(C, next(iter(sb)))
             if sa is not None and len(sa) == 1:
@@ -452,7 +424,7 @@ class Cmp(Node):
 
     def ev(self, A: list) -> Any:
         x, y = self.a.ev(A), self.b.ev(A)
-        _defined(x, y)
+        require_defined(x, y)
         op = self.op
         if op == "==":
             return int(_eq(x, y))
@@ -481,23 +453,23 @@ class _Junction(Node):
         self.args = args
         self.vars = frozenset().union(*(a.vars for a in args)) if args else frozenset()
 
-    def fwd(self, D: list) -> tuple:
+    def fwd(self, D: Domains) -> Abstract:
         out = self.neutral
         for a in self.args:
-            r = _as_bool(a.fwd(D))
+            r = as_bool(a.fwd(D))
             if r == self.absorb:
                 return r
             if r != self.neutral:
                 out = U
         return out
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if target == self.neutral:
             return all(a.bwd(C, target) for a in self.args)
         if target == self.absorb:
             unknown = []
             for a in self.args:
-                r = _as_bool(a.fwd(C.D))
+                r = as_bool(a.fwd(C.D))
                 if r == self.absorb:
                     return True
                 if r != self.neutral:
@@ -531,12 +503,13 @@ class Not(Node):
         self.a = a
         self.vars = a.vars
 
-    def fwd(self, D: list) -> tuple:
-        r = _as_bool(self.a.fwd(D))
+    def fwd(self, D: Domains) -> Abstract:
+        r = as_bool(self.a.fwd(D))
         return (1 - r[1], 1 - r[0])
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
-        return self.a.bwd(C, (1 - target[1], 1 - target[0]))
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
+        lo, hi = target
+        return self.a.bwd(C, (1 - hi, 1 - lo))
 
     def ev(self, A: list) -> Any:
         return int(not self.a.ev(A))
@@ -556,19 +529,19 @@ class If(Node):
         self.kind = a.kind
         self.vars = c.vars | a.vars | b.vars
 
-    def fwd(self, D: list) -> Any:
-        c = _as_bool(self.c.fwd(D))
+    def fwd(self, D: Domains) -> Abstract:
+        c = as_bool(self.c.fwd(D))
         if c == T:
             return self.a.fwd(D)
         if c == F:
             return self.b.fwd(D)
         x, y = self.a.fwd(D), self.b.fwd(D)
         if isinstance(x, frozenset) or isinstance(y, frozenset):
-            return (_sym(x) or frozenset()) | (_sym(y) or frozenset())
-        return _hull(x, y)
+            return (sym(x) or frozenset()) | (sym(y) or frozenset())
+        return hull(x, y)
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
-        c = _as_bool(self.c.fwd(C.D))
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
+        c = as_bool(self.c.fwd(C.D))
         if c == T:
             return self.a.bwd(C, target)
         if c == F:
@@ -577,8 +550,8 @@ class If(Node):
         for branch, val in ((self.a, F), (self.b, T)):
             x = branch.fwd(C.D)
             if isinstance(x, frozenset) or isinstance(target, frozenset):
-                sx = _sym(x)
-                st = target if isinstance(target, frozenset) else _sym(target)
+                sx = sym(x)
+                st = target if isinstance(target, frozenset) else sym(target)
                 miss = sx is not None and st is not None and not (sx & st)
             else:
                 miss = x[1] < target[0] or x[0] > target[1]
@@ -590,7 +563,7 @@ class If(Node):
         return self.a.ev(A) if self.c.ev(A) else self.b.ev(A)
 
 
-def _consistent(value: Any, ab: Any) -> bool:
+def consistent(value: Any, ab: Abstract) -> bool:
     if isinstance(ab, frozenset):
         return value in ab
     if isinstance(value, (str, type(None))) or isinstance(value, bool):
@@ -625,32 +598,32 @@ class Member(Node):
                     m |= col.get(v, 0)
             else:
                 for v, bits in col.items():
-                    if _consistent(v, a):
+                    if consistent(v, a):
                         m |= bits
             live &= m
             if not live:
                 return 0
         return live
 
-    def _live(self, D: list) -> tuple[list, list]:
+    def _live(self, D: Domains) -> tuple[list, list]:
         abs_ = [e.fwd(D) for e in self.elems]
         bits = self._live_bits(abs_)
         live = [r for i, r in enumerate(self.rows) if bits >> i & 1] if bits else []
         return abs_, live
 
-    def fwd(self, D: list) -> tuple:
+    def fwd(self, D: Domains) -> Abstract:
         abs_ = [e.fwd(D) for e in self.elems]
         if not self._live_bits(abs_):
             return F
-        if all(_sym(a) is not None and len(_sym(a)) == 1 for a in abs_):
+        if all((s := sym(a)) is not None and len(s) == 1 for a in abs_):
             return T
         return U
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if target != T:
             if target == F:
                 abs_ = [e.fwd(C.D) for e in self.elems]
-                known = [next(iter(_sym(a))) if _sym(a) is not None and len(_sym(a)) == 1 else None for a in abs_]
+                known = [next(iter(s)) if (s := sym(a)) is not None and len(s) == 1 else None for a in abs_]
                 unknown = [i for i, k in enumerate(known) if k is None]
                 if len(unknown) == 1:  # all but one fixed: remove the completions that are rows
                     i = unknown[0]
@@ -664,7 +637,7 @@ class Member(Node):
         if not bits:
             return False
         for i, e in enumerate(self.elems):
-            vals = frozenset(v for v, b in self.index[i].items() if b & bits)
+            vals: Abstract = frozenset(v for v, b in self.index[i].items() if b & bits)
             if not isinstance(e, (VarRef, Const, Lookup, Select)) and not isinstance(e.fwd(C.D), frozenset):
                 vals = (min(vals), max(vals))  # arithmetic narrows by intervals only
             if not e.bwd(C, vals):
@@ -673,7 +646,7 @@ class Member(Node):
 
     def ev(self, A: list) -> Any:
         vals = tuple(e.ev(A) for e in self.elems)
-        _defined(*vals)
+        require_defined(*vals)
         return int(vals in self.rowset)
 
 
@@ -681,7 +654,7 @@ class Lookup(Node):
     """table[key]: a value looked up by a field; a key missing from the table has no value
     (UNDEFINED: the relation instance is false)."""
 
-    __slots__ = ("table", "key", "kind", "_byk", "_cache")
+    __slots__ = ("table", "key", "kind", "_byk", "_kvid", "_cache")
 
     def __init__(self, table: dict, key: Node, kind: str) -> None:
         self.table, self.key, self.kind = table, key, kind
@@ -689,6 +662,7 @@ class Lookup(Node):
         # keyed by an enum slot: internal value -> table value, so that fwd/bwd read the slot's
         # domain directly (no scan of the table per call); values missing from the table have none
         self._byk: Optional[dict] = None
+        self._kvid = -1  # the enum slot's var id when _byk is set
         self._cache: dict = {}
         if isinstance(key, VarRef) and key.var.values is not None and key.var.kind != "bool":
             byk = {}
@@ -699,14 +673,15 @@ class Lookup(Node):
                 except TypeError:
                     pass
             self._byk = byk
+            self._kvid = key.var.id
 
-    def _keys(self, D: list) -> list:
+    def _keys(self, D: Domains) -> list:
         k = self.key.fwd(D)
-        return [key for key in self.table if _consistent(key, k)]
+        return [key for key in self.table if consistent(key, k)]
 
-    def fwd(self, D: list) -> Any:
+    def fwd(self, D: Domains) -> Abstract:
         if self._byk is not None:
-            d = D[self.key.var.id]
+            d = D[self._kvid]
             hit = self._cache.get(d)
             if hit is not None:
                 return hit
@@ -727,15 +702,15 @@ class Lookup(Node):
             return frozenset(vals)
         return (min(vals), max(vals))
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if self._byk is not None:
-            vid = self.key.var.id
+            vid = self._kvid
             d = C.D[vid]
             byk = self._byk
             ks = (d if isinstance(d, frozenset) else range(d[0], d[1] + 1))
-            nd = frozenset(k for k in ks if k in byk and _consistent(byk[k], target))
+            nd = frozenset(k for k in ks if k in byk and consistent(byk[k], target))
             return C.set(vid, nd)
-        keys = [k for k in self._keys(C.D) if _consistent(self.table[k], target)]
+        keys = [k for k in self._keys(C.D) if consistent(self.table[k], target)]
         if not keys:
             return False
         return self.key.bwd(C, frozenset(keys))
@@ -757,25 +732,25 @@ class Select(Node):
         self.kind = next(iter(options.values())).kind
         self.vars = index.vars.union(*(o.vars for o in options.values()))
 
-    def _live(self, D: list) -> list[int]:
-        iv = self.index.fwd(D)
+    def _live(self, D: Domains) -> list[int]:
+        iv: Interval = self.index.fwd(D)  # type: ignore[assignment]
         return [k for k in self.options if iv[0] <= k <= iv[1]]
 
-    def fwd(self, D: list) -> Any:
-        vals = [self.options[k].fwd(D) for k in self._live(D)]
+    def fwd(self, D: Domains) -> Abstract:
+        vals: list[Any] = [self.options[k].fwd(D) for k in self._live(D)]
         if not vals:
             return frozenset() if self.kind == "sym" else (INF, -INF)
         if self.kind == "sym":
-            return frozenset().union(*[_sym(v) or frozenset() for v in vals])
+            return frozenset().union(*[sym(v) or frozenset() for v in vals])
         return (min(v[0] for v in vals), max(v[1] for v in vals))
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         live = self._live(C.D)
         ok = []
         for k in live:
             x = self.options[k].fwd(C.D)
             if isinstance(x, frozenset) or isinstance(target, frozenset):
-                sx, st = _sym(x), (target if isinstance(target, frozenset) else _sym(target))
+                sx, st = sym(x), (target if isinstance(target, frozenset) else sym(target))
                 if sx is None or st is None or (sx & st):
                     ok.append(k)
             elif not (x[1] < target[0] or x[0] > target[1]):
@@ -801,15 +776,16 @@ class MinMax(Node):
     def __init__(self, is_max: bool, items: list[tuple[Optional[Node], Node]]) -> None:
         self.is_max, self.items = is_max, items
         self.kind = "num"
-        vs = frozenset()
+        vs: frozenset[int] = frozenset()
         for g, n in items:
             vs |= n.vars | (g.vars if g is not None else frozenset())
         self.vars = vs
 
-    def fwd(self, D: list) -> tuple:
-        sure, maybe = [], []
+    def fwd(self, D: Domains) -> Abstract:
+        sure: list[Any] = []  # abstract values of numeric items: intervals
+        maybe: list[Any] = []
         for g, n in self.items:
-            r = T if g is None else _as_bool(g.fwd(D))
+            r = T if g is None else as_bool(g.fwd(D))
             if r == F:
                 continue
             (sure if r == T else maybe).append(n.fwd(D))
@@ -822,10 +798,10 @@ class MinMax(Node):
         hi = min(v[1] for v in sure) if sure else max(v[1] for v in allv)
         return (min(v[0] for v in allv), hi)
 
-    def bwd(self, C: Ctx, target: Any) -> bool:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
         lo, hi = target
         for g, n in self.items:  # max <= hi bounds every present item (min >= lo likewise)
-            if g is None or _as_bool(g.fwd(C.D)) == T:
+            if g is None or as_bool(g.fwd(C.D)) == T:
                 if not n.bwd(C, (-INF, hi) if self.is_max else (lo, INF)):
                     return False
         return True
@@ -834,125 +810,10 @@ class MinMax(Node):
         vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
         if not vals:
             return UNDEFINED
-        _defined(*vals)
+        require_defined(*vals)
         return max(vals) if self.is_max else min(vals)
 
 
-class AllDiff(Node):
-    """all_different over guarded items (absent items are ignored)."""
-
-    kind = "bool"
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[tuple[Optional[Node], Node]]) -> None:
-        self.items = items
-        vs = frozenset()
-        for g, n in items:
-            vs |= n.vars | (g.vars if g is not None else frozenset())
-        self.vars = vs
-
-    def _present(self, D: list) -> tuple[list, bool]:
-        out, undecided = [], False
-        for g, n in self.items:
-            r = T if g is None else _as_bool(g.fwd(D))
-            if r == T:
-                out.append(n)
-            elif r == U:
-                undecided = True
-        return out, undecided
-
-    def fwd(self, D: list) -> tuple:
-        nodes, undecided = self._present(D)
-        seen = set()
-        fixed = True
-        for n in nodes:
-            s = _sym(n.fwd(D))
-            if s is not None and len(s) == 1:
-                v = next(iter(s))
-                if v in seen:
-                    return F
-                seen.add(v)
-            else:
-                fixed = False
-        return T if fixed and not undecided else U
-
-    def bwd(self, C: Ctx, target: Any) -> bool:
-        if target != T:
-            return True
-        nodes, _ = self._present(C.D)
-        if all(isinstance(n, VarRef) for n in nodes):
-            return self._bwd_vars(C, nodes)
-        changed = True
-        while changed:
-            changed = False
-            fixed = []
-            for n in nodes:
-                s = _sym(n.fwd(C.D))
-                if s is not None and len(s) == 1:
-                    fixed.append((n, next(iter(s))))
-            seen: dict = {}
-            for n, v in fixed:
-                if v in seen:
-                    return False
-                seen[v] = n
-            for n in nodes:
-                for v, owner in seen.items():
-                    if owner is not n:
-                        before = len(C.changed)
-                        if not n.bwd_ne(C, v):
-                            return False
-                        if len(C.changed) != before:
-                            changed = True
-        # pigeonhole: the items need at least as many distinct values as there are items
-        union: set = set()
-        for n in nodes:
-            s = _sym(n.fwd(C.D))
-            if s is None:
-                return True
-            union |= s
-        return len(union) >= len(nodes)
-
-    @staticmethod
-    def _bwd_vars(C: Ctx, nodes: list) -> bool:
-        """Forward checking plus pigeonhole, directly on the variables' domains."""
-        D = C.D
-        done: set = set()
-        while True:
-            fixed: dict = {}
-            for n in nodes:
-                vid = n.var.id
-                d = D[vid]
-                if dsize(d) == 1:
-                    val = n.var.value(dmin(d))
-                    if val in fixed and fixed[val] != vid:
-                        return False
-                    fixed[val] = vid
-            new = [val for val in fixed if val not in done]
-            if not new:
-                break
-            done.update(new)
-            newset = set(new)
-            for n in nodes:
-                vid = n.var.id
-                d = D[vid]
-                if dsize(d) == 1 or not isinstance(d, frozenset):
-                    continue
-                var = n.var
-                drop = [k for k in d if var.value(k) in newset]
-                if drop and not C.set(vid, d - frozenset(drop)):
-                    return False
-        union: set = set()
-        for n in nodes:
-            s = _sym(n.fwd(D))
-            if s is None:
-                return True
-            union |= s
-        return len(union) >= len(nodes)
-
-    def ev(self, A: list) -> Any:
-        vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
-        _defined(*vals)
-        return int(len(vals) == len(set(vals)))
 
 
 def conj(nodes: Iterable[Node]) -> Optional[Node]:
@@ -960,3 +821,4 @@ def conj(nodes: Iterable[Node]) -> Optional[Node]:
     if not ns:
         return None
     return ns[0] if len(ns) == 1 else And(ns)
+

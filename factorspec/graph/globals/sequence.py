@@ -1,125 +1,47 @@
-"""A global "sequence" propagator, recognised from the factors: alldiff + consecutive tables + a time chain.
+"""An implied global constraint over a sequence of distinct slots: `DistinctSequence`.
 
-Pattern (generic, by structure only, never by names):
+The pattern (found by `globals/sequence_recognition.py`, by structure only, never by names):
   * an `all_different` over plain, unguarded slots x_0..x_{n-1} sharing one value list;
-  * optionally, for each consecutive pair, `(x_i, x_{i+1}) in TABLE` (a Hamiltonian-path flavour);
-  * optionally, a time chain: linear equalities with a table lookup that make
-    tau_{j+1} = tau_j + h(x_j) for integer slots tau_j (through `u == w + c` equalities), with the
-    same h >= 0 at every position (stays of a trip, durations of jobs in a sequence).
+  * optionally, for each consecutive pair, `(x_i, x_{i+1}) in TABLE` (a Hamiltonian path through
+    the allowed transitions);
+  * optionally, a time chain: integer slots tau_0..tau_L with tau_{j+1} = tau_j + h(x_j), one
+    non-negative step h per value, the same at every position (from `u == w + c` equalities and
+    one table lookup per position): the items tile a timeline one after another, with no idle
+    time between them (jobs with durations on one machine; a trip's stays, where h = stay - 1
+    because consecutive stays share a day).
 
 Such factors are each propagated locally (HC4), which cannot see that the slots form one path
-or that a time is a sum of *distinct* items. The `Sequence` node adds that reasoning; it is an
-implied (redundant) constraint: `ev` is always true, the original factors still decide exactly,
-and every rule below only removes values that provably have no completion:
+or that a time is a sum of *distinct* items. This node adds that reasoning; it is implied
+(redundant): `ev` is always true, the original factors still decide exactly, and every rule
+below only removes values that provably have no completion:
   * Hall singletons: when the slots are a permutation of their values, a value with no slot left
     is a wipe-out; a value with one slot left takes it;
   * path (with tables, permutation, fixed prefix x_0..x_{k-1}): the unvisited values must all be
     reachable from x_{k-1} through unvisited values; a value without a successor among them must
     be last; one without a predecessor among them (other than x_{k-1}) must be x_k;
-  * time (with a chain): tau_j for j > k is tau_k plus a sum of j-k distinct items h(v) of the
+  * time (with a chain): tau_j for j > k is tau_k plus a sum of j-k distinct steps h(v) of the
     values still open (a knapsack with cardinality, as bitsets), which narrows the tau slots;
-    value v stays at position j only if tau_j can lie in v's window at j, found once by probing
-    the local factors of position j with x_j = v from the initial domains.
+    value v remains possible at position j only if tau_j can lie in v's window at j (found once
+    by probing the local factors of position j with x_j = v from the initial domains);
+  * gap partition (permutation, chain over every position): values whose start time is forced cut
+    the open timeline into gaps that the other values must fill exactly.
+What is shaped by its first use (trips) and not general: the chain must be exact (no idle time,
+`==` rather than `<=`), one step function for every position, and every value a single item;
+release times, due dates and windows come only from the local factors of each position. General
+scheduling (idle time, several resources) needs no-overlap/cumulative constraints of their own.
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from collections.abc import Callable
 from typing import Any, Optional
 
-from factorspec.graph import nodes as N
+from factorspec.graph.domain import Domain, Domains, Narrowing
+from factorspec.graph.expr import Abstract, Node, T, U
 
-MAX_SPAN = 4096  # time chains over a wider range of values are left to the factors
-MAX_PROBES = 20_000  # (position, value) window probes, done once per problem
-
-
-# -- linear forms ---------------------------------------------------------------------------------
-
-def _linear(n: N.Node) -> Optional[tuple[dict, Any, list]]:
-    """n as sum(coef*var) + const + sum(coef*lookup): ({vid: coef}, const, [(coef, Lookup)]), or None."""
-    if isinstance(n, N.Const):
-        if n.kind != "num":
-            return None
-        return {}, n.v, []
-    if isinstance(n, N.VarRef):
-        v = n.var
-        if v.values is not None or v.kind != "num" or v.step != 1:
-            return None
-        return {v.id: 1}, 0, []
-    if isinstance(n, N.Lookup):
-        if n.kind != "num" or not isinstance(n.key, N.VarRef) or n.key.var.values is None:
-            return None
-        return {}, 0, [(1, n)]
-    if isinstance(n, N.Unary) and n.op == "neg":
-        a = _linear(n.a)
-        return None if a is None else _scale(a, -1)
-    if isinstance(n, N.Arith) and n.op in ("+", "-"):
-        a, b = _linear(n.a), _linear(n.b)
-        if a is None or b is None:
-            return None
-        return _add(a, b if n.op == "+" else _scale(b, -1))
-    return None
+Probe = Callable[["DistinctSequence"], list[list[int]]]  # the windows [j][v] -> bitset of tau_j
 
 
-def _scale(a: tuple, k: int) -> tuple:
-    return {v: c * k for v, c in a[0].items()}, a[1] * k, [(c * k, l) for c, l in a[2]]
-
-
-def _add(a: tuple, b: tuple) -> tuple:
-    vs = dict(a[0])
-    for v, c in b[0].items():
-        vs[v] = vs.get(v, 0) + c
-    return {v: c for v, c in vs.items() if c != 0}, a[1] + b[1], a[2] + b[2]
-
-
-def _int(x: Any) -> Optional[int]:
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, int):
-        return x
-    if isinstance(x, Fraction) and x.denominator == 1:
-        return int(x)
-    return None
-
-
-class _Offsets:
-    """Union-find with offsets: value(var) = value(root) + off(var)."""
-
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-        self.off: dict[int, int] = {}
-        self.ok = True
-
-    def find(self, v: int) -> tuple[int, int]:
-        if v not in self.parent:
-            self.parent[v], self.off[v] = v, 0
-            return v, 0
-        path, o = [], 0
-        while self.parent[v] != v:
-            path.append(v)
-            o += self.off[v]
-            v = self.parent[v]
-        acc = o
-        for p in path:  # compress
-            po = self.off[p]
-            self.parent[p], self.off[p] = v, acc
-            acc -= po
-        return v, o
-
-    def union(self, u: int, w: int, c: int) -> None:
-        """value(u) = value(w) + c."""
-        ru, ou = self.find(u)
-        rw, ow = self.find(w)
-        if ru == rw:
-            if ou != ow + c:
-                self.ok = False
-            return
-        # value(ru) = value(u) - ou = value(w) + c - ou = value(rw) + ow + c - ou
-        self.parent[ru], self.off[ru] = rw, ow + c - ou
-
-
-# -- the node -------------------------------------------------------------------------------------
-
-def _mask(d: Any) -> int:
+def _mask(d: Domain) -> int:
     m = 0
     for k in d:
         m |= 1 << k
@@ -135,14 +57,14 @@ def _bits(m: int) -> list[int]:
     return out
 
 
-class Sequence(N.Node):
+class DistinctSequence(Node):
     """Implied global constraint over a sequence of distinct slots (see the module docstring)."""
 
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
-                 h: Optional[list[Optional[int]]], probe: Any) -> None:
+                 h: Optional[list[Optional[int]]], probe: Probe) -> None:
         self.xs = xs
         self.succ = succ  # per transition i (x_i -> x_{i+1}): value -> bitmask of allowed next values
         self.pred = None
@@ -169,15 +91,16 @@ class Sequence(N.Node):
                 vs.update(v for v, _ in cls)
         self.vars = frozenset(vs)
 
-    def fwd(self, D: list) -> tuple:
-        return N.U
+    def fwd(self, D: Domains) -> Abstract:
+        return U
 
     def ev(self, A: list) -> Any:
         return 1  # implied by the factors it was recognised from; they decide exactly
 
     # -- time helpers ---------------------------------------------------------------------------
-    def _tau(self, D: list, j: int) -> Optional[int]:
+    def _tau(self, D: Domains, j: int) -> Optional[int]:
         """Bitset of tau_j's possible values (bit t - base), or None when a slot is an interval."""
+        assert self.chain is not None  # the time rules run only with a chain
         out = -1
         for vid, off in self.chain[j]:
             d = D[vid]
@@ -191,7 +114,8 @@ class Sequence(N.Node):
             out &= m
         return out
 
-    def _set_tau(self, C: N.Ctx, j: int, allowed: int) -> bool:
+    def _set_tau(self, C: Narrowing, j: int, allowed: int) -> bool:
+        assert self.chain is not None
         for vid, off in self.chain[j]:
             d = C.D[vid]
             nd = frozenset(t for t in d if t - off - self.base >= 0 and allowed >> (t - off - self.base) & 1)
@@ -199,13 +123,13 @@ class Sequence(N.Node):
                 return False
         return True
 
-    def _ensure_windows(self, D: list) -> None:
+    def _ensure_windows(self, D: Domains) -> None:
         if self.windows is None:
             self.windows = self._probe(self)
 
     # -- propagation ----------------------------------------------------------------------------
-    def bwd(self, C: N.Ctx, target: Any) -> bool:
-        if target != N.T:
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
+        if target != T:
             return True
         D = C.D
         xs = self.xs
@@ -227,7 +151,7 @@ class Sequence(N.Node):
                     return False
         return True
 
-    def _narrow(self, D: list, C: N.Ctx, dm: list[int]) -> bool:
+    def _narrow(self, D: Domains, C: Narrowing, dm: list[int]) -> bool:
         n = len(dm)
         for _round in range(4):
             before = list(dm)
@@ -288,6 +212,7 @@ class Sequence(N.Node):
         U = 0
         for j in range(k, n):
             U |= dm[j]
+        assert self.succ is not None and self.pred is not None  # the path rules run only with tables
         nv = len(self.succ[0])
         adj = [0] * nv
         pre = [0] * nv
@@ -312,14 +237,14 @@ class Sequence(N.Node):
         for v in _bits(U):
             if not (adj[v] & U & ~(1 << v)):
                 ends |= 1 << v
-            p = pre[v] & (U | last) & ~(1 << v)
-            if not p:
+            pv = pre[v] & (U | last) & ~(1 << v)
+            if not pv:
                 if last:
                     return False
                 if not dm[0] >> v & 1:
                     return False
                 dm[0] &= 1 << v  # no predecessor at all: it must open the path
-            elif last and p == last:
+            elif last and pv == last:
                 dm[k] &= 1 << v  # only x_{k-1} leads to it: it comes next
                 if not dm[k]:
                     return False
@@ -331,9 +256,10 @@ class Sequence(N.Node):
                 return False
         return True
 
-    def _time(self, D: list, C: N.Ctx, dm: list[int], k: int) -> bool:
+    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int) -> bool:
         """Knapsack bounds on tau_j (j > k) and window checks of the open values."""
         n = len(dm)
+        assert self.chain is not None and self.h is not None
         steps = len(self.chain) - 1  # tau_0..tau_steps; positions 0..steps-1 have an h-step
         if k >= steps:
             return True
@@ -360,6 +286,7 @@ class Sequence(N.Node):
                 R[m] |= R[m - 1] << w
         tks = _bits(tk) if tk & (tk - 1) else None
         W = self.windows
+        assert W is not None
         for j in range(k, steps + 1):
             if j == k:
                 allowed = tk
@@ -393,7 +320,7 @@ class Sequence(N.Node):
                     dm[j] = keep
         return True
 
-    def _gaps(self, D: list, dm: list[int], k: int) -> bool:
+    def _gaps(self, D: Domains, dm: list[int], k: int) -> bool:
         """Gap partition: values whose start time is forced (one possible tau) cut the remaining
         timeline into gaps; the other open values must fill each gap exactly (their steps sum to
         its length), each in a gap where its window lets it start and end. With tables, a short
@@ -403,6 +330,7 @@ class Sequence(N.Node):
         ignore order and tables; tables are the union over transitions), exact for what it
         sees; it also narrows x_k to the values that open the first gap in some such split."""
         n = len(dm)
+        assert self.chain is not None and self.h is not None
         if len(self.chain) - 1 != n or k >= n:
             return True  # the last value is not on the timeline: not this pattern
         self._ensure_windows(D)
@@ -419,6 +347,7 @@ class Sequence(N.Node):
             return True  # start or end of the open stretch not known yet
         a0, b0 = tk.bit_length() - 1, tn.bit_length() - 1  # as bit offsets from base
         h, W = self.h, self.windows
+        assert W is not None
         win: dict[int, int] = {}
         for j in range(k, n):
             tj, tj1 = taus[j - k], taus[j + 1 - k]
@@ -433,31 +362,33 @@ class Sequence(N.Node):
         U = 0
         for j in range(k, n):
             U |= dm[j]
-        anchors = []
+        anchors: list[tuple[int, int, int]] = []  # (start, step, value) of the forced values
         free = []
         zero = False
         for v in _bits(U):
             w = win.get(v, 0)
             if not w:
                 return False  # no position and start left for v
-            if h[v] == 0:
+            hv = h[v]
+            assert hv is not None  # win holds only values with a step
+            if hv == 0:
                 zero = True  # zero-length steps fill nothing: left out of the partition
                 if w & (w - 1) == 0:
                     anchors.append((w.bit_length() - 1, 0, v))
                 continue
             if w & (w - 1) == 0:
-                anchors.append((w.bit_length() - 1, h[v], v))
+                anchors.append((w.bit_length() - 1, hv, v))
             else:
                 free.append((v, w))
         anchors.sort()
         prev = None
         if k > 0:
             prev = dm[k - 1].bit_length() - 1
-        gaps = []  # (start offset, end offset, value before or None, value after or None)
+        gaps: list[tuple[int, int, Optional[int], Optional[int]]] = []  # (start, end, value before, value after)
         cur, before = a0, prev
         for s, hv, v in anchors:
             if s < cur:
-                return False  # forced stays overlap (or start before the open stretch)
+                return False  # forced items overlap (or start before the open stretch)
             gaps.append((cur, s, before, v))
             cur, before = s + hv, v
         if cur > b0:
@@ -489,6 +420,7 @@ class Sequence(N.Node):
         (-1: no narrowing known). `fcache` keeps the short gaps' fillings between calls on the
         same windows; with `narrow` false only feasibility is decided."""
         h = self.h
+        assert h is not None
         ng = len(gaps)
         gm_of: dict[int, int] = {}
         for v, w in free:
@@ -549,7 +481,7 @@ class Sequence(N.Node):
         steps = [0]
         leaf_memo: dict = {}
 
-        ltype: dict[int, tuple] = {}  # value -> (step, mask of long gaps it fits), None if none
+        ltype: dict[int, Optional[tuple]] = {}  # value -> (step, mask of long gaps it fits), None if none
         for v in _bits(fmask):
             gm = gm_of[v] & lmask
             ltype[v] = (h[v], sum(1 << remap[g] for g in _bits(gm))) if gm else None
@@ -622,11 +554,11 @@ class Sequence(N.Node):
             return -1
         # which values can open it: v first leaves [start + h(v), end) to fill from v
         ga0, gb0, s0, e0 = gaps[0]
-        adj = self._adj_all() if self.succ is not None else None
+        tadj = self._adj_all() if self.succ is not None else None
         allowed = 0
         for v, w in free:
             hv = h[v]
-            if not w >> ga0 & 1 or ga0 + hv > gb0 or (adj is not None and s0 is not None and not adj[s0] >> v & 1):
+            if not w >> ga0 & 1 or ga0 + hv > gb0 or (tadj is not None and s0 is not None and not tadj[s0] >> v & 1):
                 continue
             sub_gaps = [(ga0 + hv, gb0, v, e0)] + gaps[1:]
             sub_free = [(u, x) for u, x in free if u != v]
@@ -642,6 +574,7 @@ class Sequence(N.Node):
     def _adj_all(self) -> list[int]:
         adj = self.adj
         if adj is None:
+            assert self.succ is not None
             nv = len(self.succ[0])
             adj = [0] * nv
             for s in self.succ:
@@ -744,216 +677,3 @@ def _partition(lens: tuple, types: list, counts: list) -> bool:
 
 class _Cap(Exception):
     pass
-
-
-# -- recognition ----------------------------------------------------------------------------------
-
-def find_sequences(vars: list, factors: list) -> list[Sequence]:
-    """Sequence nodes for every all_different over plain slots that shares one value list."""
-    out = []
-    for f in factors:
-        node = f.node
-        if not isinstance(node, N.AllDiff) or len(node.items) < 3:
-            continue
-        if not all(g is None and isinstance(x, N.VarRef) for g, x in node.items):
-            continue
-        xs = [x.var.id for _, x in node.items]
-        if len(set(xs)) != len(xs):
-            continue
-        vals = vars[xs[0]].values
-        if vals is None or vars[xs[0]].kind == "bool" or any(vars[v].values != vals for v in xs):
-            continue
-        if any(vars[v].guard is not None for v in xs):
-            continue
-        succ = _tables(vars, factors, xs, vals)
-        chain, h = _chain(vars, factors, xs, vals)
-        if succ is None and chain is None:
-            # alldiff alone: the Hall singleton rule still helps a permutation
-            pass
-        out.append(_make(vars, factors, xs, succ, chain, h))
-    return out
-
-
-def _tables(vars: list, factors: list, xs: list[int], vals: list) -> Optional[list[list[int]]]:
-    """Per transition i, value -> bitmask of next values allowed by (x_i, x_{i+1}) in TABLE factors."""
-    n, nv = len(xs), len(vals)
-    pos = {v: i for i, v in enumerate(xs)}
-    index = {v: k for k, v in enumerate(vals)}
-    succ: list[Optional[list[int]]] = [None] * (n - 1)
-    for f in factors:
-        node = f.node
-        if not isinstance(node, N.Member) or len(node.elems) != 2:
-            continue
-        a, b = node.elems
-        if not (isinstance(a, N.VarRef) and isinstance(b, N.VarRef)):
-            continue
-        pa, pb = pos.get(a.var.id), pos.get(b.var.id)
-        if pa is None or pb is None or abs(pa - pb) != 1:
-            continue
-        i, flip = (pa, False) if pb == pa + 1 else (pb, True)
-        s = [0] * nv
-        for row in node.rows:
-            x, y = (row[1], row[0]) if flip else (row[0], row[1])
-            if x in index and y in index:
-                s[index[x]] |= 1 << index[y]
-        if succ[i] is None:
-            succ[i] = s
-        else:
-            succ[i] = [p & q for p, q in zip(succ[i], s)]
-    if any(s is None for s in succ):
-        return None
-    return succ  # type: ignore[return-value]
-
-
-def _chain(vars: list, factors: list, xs: list[int], vals: list):
-    """The time chain tau_0..tau_L (L = n or n-1) with one step function h, or (None, None)."""
-    pos = {v: i for i, v in enumerate(xs)}
-    uf = _Offsets()
-    steps: dict[int, tuple] = {}  # position -> (u, w, c, l, table)
-    for f in factors:
-        node = f.node
-        if not isinstance(node, N.Cmp) or node.op != "==":
-            continue
-        a, b = _linear(node.a), _linear(node.b)
-        if a is None or b is None:
-            continue
-        vs, c, ls = _add(a, _scale(b, -1))
-        if len(vs) != 2 or len(ls) > 1:
-            continue
-        (u, cu), (w, cw) = vs.items()
-        if cu + cw != 0 or abs(cu) != 1:
-            continue
-        c = _int(Fraction(c) / -cu) if not isinstance(c, bool) else None
-        if c is None or any(vars[v].values is not None for v in (u, w)):
-            continue
-        # cu*u - cu*w + c0 + l*L = 0  ->  u = w + c + l'*L with c = -c0/cu, l' = -l/cu
-        if not ls:
-            uf.union(u, w, c)
-            continue
-        l, look = ls[0]
-        key = look.key.var.id
-        p = pos.get(key)
-        lp = _int(Fraction(l) / -cu)
-        if p is None or lp is None or lp == 0 or p in steps:
-            continue
-        if lp < 0:  # w = u - c - lp*L: time runs from u to w
-            u, w, c, lp = w, u, -c, -lp
-        steps[p] = (u, w, c, lp, look.table)
-    if not uf.ok or not steps:
-        return None, None
-    n = len(xs)
-    L = n if n - 1 in steps else n - 1
-    if any(p not in steps for p in range(L)):
-        return None, None
-    chain: list[list[tuple[int, int]]] = []
-    h: Optional[list[Optional[int]]] = None
-    roots = []
-    for p in range(L):
-        u, w, c, lp, table = steps[p]
-        ru, ou = uf.find(u)
-        rw, ow = uf.find(w)
-        if ru == rw:
-            return None, None
-        hp = []
-        for v in vals:
-            t = table.get(v) if _hashable(v) else None
-            hv = None if t is None else _int(ow - ou + c + lp * t) if _int(t) is not None else None
-            hp.append(hv)
-        if any(x is not None and x < 0 for x in hp):
-            return None, None
-        if h is None:
-            h = hp
-        elif h != hp:
-            return None, None
-        if p == 0:
-            roots.append(rw)
-        elif roots[-1] != rw:
-            return None, None
-        roots.append(ru)
-    if len(set(roots)) != len(roots):
-        return None, None
-    members: dict[int, list[tuple[int, int]]] = {r: [] for r in roots}
-    for v in list(uf.parent):
-        r, o = uf.find(v)
-        if r in members:
-            members[r].append((v, o))
-    for r in roots:
-        cls = members[r]
-        if any(vars[v].values is not None or vars[v].kind != "num" or vars[v].step != 1 for v, _ in cls):
-            return None, None
-        chain.append(cls)
-    return chain, h
-
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-        return True
-    except TypeError:
-        return False
-
-
-def _make(vars: list, factors: list, xs: list[int], succ, chain, h) -> Sequence:
-    """The node, with a probe that finds each (position, value)'s window of tau from the local factors."""
-    def probe(seq: Sequence) -> list[list[int]]:
-        D0 = [N.dom_range(v.lo, v.hi) for v in vars]
-        nv = len(vars[xs[0]].values)
-        out: list[list[int]] = []
-        steps = len(seq.chain) - 1
-        for j in range(len(xs)):
-            if j >= steps:
-                out.append([-1] * nv)
-                continue
-            local_vars = {xs[j]} | {v for v, _ in seq.chain[j]} | {v for v, _ in seq.chain[j + 1]}
-            local = [f.node for f in factors if f.node.vars and f.node.vars <= local_vars
-                     and xs[j] in f.node.vars]
-            row = []
-            for v in range(nv):
-                D = list(D0)
-                D[xs[j]] = frozenset([v])
-                if not _fixpoint(local, D):
-                    row.append(0)
-                    continue
-                t = seq._tau(D, j)
-                t1 = seq._tau(D, j + 1)
-                if t is None or t1 is None:
-                    row.append(-1)
-                    continue
-                hv = seq.h[v]
-                if hv is None:
-                    row.append(0)
-                    continue
-                row.append(t & (t1 >> hv))
-            out.append(row)
-        return out
-
-    if chain is not None:
-        # times are bitsets over [base, base + span]: only for modest spans (huge bounds would
-        # make huge ints), and the one-time probe only for modest sizes
-        base = min(min(vars[v].lo - o for v, o in cls) for cls in chain)
-        span = max(max(vars[v].hi - o for v, o in cls) for cls in chain) - base
-        if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > MAX_SPAN \
-                or len(xs) * len(vars[xs[0]].values) > MAX_PROBES:
-            chain, h = None, None
-    seq = Sequence(xs, succ, chain, h, probe)
-    if chain is not None:
-        seq.base = base
-    return seq
-
-
-def _fixpoint(nodes: list, D: list, rounds: int = 20) -> bool:
-    """HC4 over a few nodes until nothing changes; False on a wipe-out."""
-    ctx = N.Ctx(D)
-    for _ in range(rounds):
-        ctx.changed = []
-        for nd in nodes:
-            r = N._as_bool(nd.fwd(D))
-            if r == N.F:
-                return False
-            if r == N.T:
-                continue
-            if not nd.bwd(ctx, N.T):
-                return False
-        if not ctx.changed:
-            return True
-    return True

@@ -1,0 +1,82 @@
+"""Variable domains: the finite set of internal values a solver variable may still take.
+
+A `Domain` is immutable (so search states share it and caches key on it) and has one of two
+forms, chosen by size so that small domains are exact sets and huge ones stay symbolic:
+  * a `frozenset` of internal ints (explicit, at most `EXPLICIT_LIMIT` values when built here);
+  * a pair `(lo, hi)` of internal ints: every int from lo to hi (an interval, never empty).
+The empty domain is `frozenset()`. `Narrowing` is the propagation context that replaces domains
+by smaller ones and records which variables changed (the solver's watch lists follow them).
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Union
+
+INF = float("inf")
+EXPLICIT_LIMIT = 1024  # domains up to this size are explicit sets; larger ones are intervals
+
+Domain = Union[frozenset[int], tuple[int, int]]
+Domains = list[Domain]
+Bound = Union[int, Fraction, float]  # a bound for clipping: exact, or +-INF for "none"
+
+
+def dom_range(lo: int, hi: int) -> Domain:
+    """The domain of every int from lo to hi (empty if hi < lo)."""
+    if hi < lo:
+        return frozenset()
+    return frozenset(range(lo, hi + 1)) if hi - lo < EXPLICIT_LIMIT else (lo, hi)
+
+
+def dsize(d: Domain) -> int:
+    return len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1
+
+
+def dmin(d: Domain) -> int:
+    return min(d) if isinstance(d, frozenset) else d[0]
+
+
+def dmax(d: Domain) -> int:
+    return max(d) if isinstance(d, frozenset) else d[1]
+
+
+def dcontains(d: Domain, k: int) -> bool:
+    return k in d if isinstance(d, frozenset) else d[0] <= k <= d[1]
+
+
+def dclip(d: Domain, lo: Bound, hi: Bound) -> Domain:
+    """Domain restricted to lo <= k <= hi (bounds may be fractional or infinite)."""
+    if isinstance(d, frozenset):
+        if lo == -INF and hi == INF:
+            return d
+        return frozenset(k for k in d if lo <= k <= hi)
+    nlo = d[0] if lo == -INF else max(d[0], math.ceil(lo))
+    nhi = d[1] if hi == INF else min(d[1], math.floor(hi))
+    return dom_range(nlo, nhi)
+
+
+def dvalues(d: Domain) -> list[int]:
+    """The domain's values in increasing order."""
+    if isinstance(d, frozenset):
+        return sorted(d)
+    return list(range(d[0], d[1] + 1))
+
+
+class Narrowing:
+    """Propagation context: the domains being narrowed and the variables that changed."""
+
+    __slots__ = ("D", "changed")
+
+    def __init__(self, D: Domains) -> None:
+        self.D = D
+        self.changed: list[int] = []
+
+    def set(self, vid: int, d: Domain) -> bool:
+        """Replace var `vid`'s domain by `d` (a subset); False on a wipe-out."""
+        old = self.D[vid]
+        if dsize(d) == 0:
+            return False
+        if dsize(d) != dsize(old):
+            self.D[vid] = d
+            self.changed.append(vid)
+        return True

@@ -1,0 +1,236 @@
+"""Recognition of `DistinctSequence` (globals/sequence.py) from the grounded factors.
+
+For every `all_different` over plain, unguarded slots sharing one value list (at least three),
+it reads the consecutive-pair tables and the time chain (linear equalities with one lookup per
+position), and posts one `DistinctSequence`. It reads structure only, never names.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Optional
+
+from factorspec.graph.domain import Domains, Narrowing, dom_range
+from factorspec.graph.expr import Cmp, F, Member, Node, T, Var, VarRef, as_bool
+from factorspec.graph.globals.all_different import AllDiff
+from factorspec.graph.globals.linear import Offsets, add, as_int, linear_form, scale
+from factorspec.graph.globals.sequence import DistinctSequence
+
+if TYPE_CHECKING:
+    from factorspec.graph.ground import Factor
+
+MAX_SPAN = 4096  # time chains over a wider range of values are left to the factors
+MAX_PROBES = 20_000  # (position, value) window probes, done once per problem
+
+
+def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
+    """A `DistinctSequence` for every all_different over plain slots that shares one value list."""
+    out: list[Node] = []
+    for f in factors:
+        node = f.node
+        if not isinstance(node, AllDiff) or len(node.items) < 3:
+            continue
+        if not all(g is None and isinstance(x, VarRef) for g, x in node.items):
+            continue
+        xs = [x.var.id for _, x in node.items if isinstance(x, VarRef)]  # all are (checked above)
+        if len(set(xs)) != len(xs):
+            continue
+        vals = vars[xs[0]].values
+        if vals is None or vars[xs[0]].kind == "bool" or any(vars[v].values != vals for v in xs):
+            continue
+        if any(vars[v].guard is not None for v in xs):
+            continue
+        succ = _tables(vars, factors, xs, vals)
+        chain, h = _chain(vars, factors, xs, vals)
+        if succ is None and chain is None:
+            # alldiff alone: the Hall singleton rule still helps a permutation
+            pass
+        out.append(_make(vars, factors, xs, succ, chain, h))
+    return out
+
+
+def _tables(vars: list[Var], factors: list[Factor], xs: list[int], vals: list) -> Optional[list[list[int]]]:
+    """Per transition i, value -> bitmask of next values allowed by (x_i, x_{i+1}) in TABLE factors."""
+    n, nv = len(xs), len(vals)
+    pos = {v: i for i, v in enumerate(xs)}
+    index = {v: k for k, v in enumerate(vals)}
+    succ: list[Optional[list[int]]] = [None] * (n - 1)
+    for f in factors:
+        node = f.node
+        if not isinstance(node, Member) or len(node.elems) != 2:
+            continue
+        a, b = node.elems
+        if not (isinstance(a, VarRef) and isinstance(b, VarRef)):
+            continue
+        pa, pb = pos.get(a.var.id), pos.get(b.var.id)
+        if pa is None or pb is None or abs(pa - pb) != 1:
+            continue
+        i, flip = (pa, False) if pb == pa + 1 else (pb, True)
+        s = [0] * nv
+        for row in node.rows:
+            x, y = (row[1], row[0]) if flip else (row[0], row[1])
+            if x in index and y in index:
+                s[index[x]] |= 1 << index[y]
+        prev = succ[i]
+        succ[i] = s if prev is None else [p & q for p, q in zip(prev, s)]
+    if any(s is None for s in succ):
+        return None
+    return succ  # type: ignore[return-value]
+
+
+def _chain(vars: list[Var], factors: list[Factor], xs: list[int], vals: list):
+    """The time chain tau_0..tau_L (L = n or n-1) with one step function h, or (None, None)."""
+    pos = {v: i for i, v in enumerate(xs)}
+    uf = Offsets()
+    steps: dict[int, tuple] = {}  # position -> (u, w, c, l, table)
+    for f in factors:
+        node = f.node
+        if not isinstance(node, Cmp) or node.op != "==":
+            continue
+        a, b = linear_form(node.a), linear_form(node.b)
+        if a is None or b is None:
+            continue
+        vs, c, ls = add(a, scale(b, -1))
+        if len(vs) != 2 or len(ls) > 1:
+            continue
+        (u, cu), (w, cw) = vs.items()
+        if cu + cw != 0 or abs(cu) != 1:
+            continue
+        c = as_int(Fraction(c) / -cu) if not isinstance(c, bool) else None
+        if c is None or any(vars[v].values is not None for v in (u, w)):
+            continue
+        # cu*u - cu*w + c0 + l*L = 0  ->  u = w + c + l'*L with c = -c0/cu, l' = -l/cu
+        if not ls:
+            uf.union(u, w, c)
+            continue
+        l, look = ls[0]
+        if not isinstance(look.key, VarRef):  # linear_form keeps only lookups keyed by a slot
+            continue
+        key = look.key.var.id
+        p = pos.get(key)
+        lp = as_int(Fraction(l) / -cu)
+        if p is None or lp is None or lp == 0 or p in steps:
+            continue
+        if lp < 0:  # w = u - c - lp*L: time runs from u to w
+            u, w, c, lp = w, u, -c, -lp
+        steps[p] = (u, w, c, lp, look.table)
+    if not uf.ok or not steps:
+        return None, None
+    n = len(xs)
+    L = n if n - 1 in steps else n - 1
+    if any(p not in steps for p in range(L)):
+        return None, None
+    chain: list[list[tuple[int, int]]] = []
+    h: Optional[list[Optional[int]]] = None
+    roots = []
+    for p in range(L):
+        u, w, c, lp, table = steps[p]
+        ru, ou = uf.find(u)
+        rw, ow = uf.find(w)
+        if ru == rw:
+            return None, None
+        hp = []
+        for v in vals:
+            t = table.get(v) if _hashable(v) else None
+            hv = None if t is None else as_int(ow - ou + c + lp * t) if as_int(t) is not None else None
+            hp.append(hv)
+        if any(x is not None and x < 0 for x in hp):
+            return None, None
+        if h is None:
+            h = hp
+        elif h != hp:
+            return None, None
+        if p == 0:
+            roots.append(rw)
+        elif roots[-1] != rw:
+            return None, None
+        roots.append(ru)
+    if len(set(roots)) != len(roots):
+        return None, None
+    members: dict[int, list[tuple[int, int]]] = {r: [] for r in roots}
+    for v in list(uf.parent):
+        r, o = uf.find(v)
+        if r in members:
+            members[r].append((v, o))
+    for r in roots:
+        cls = members[r]
+        if any(vars[v].values is not None or vars[v].kind != "num" or vars[v].step != 1 for v, _ in cls):
+            return None, None
+        chain.append(cls)
+    return chain, h
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+def _make(vars: list[Var], factors: list[Factor], xs: list[int], succ, chain, h) -> DistinctSequence:
+    """The node, with a probe that finds each (position, value)'s window of tau from the local factors."""
+    vals = vars[xs[0]].values
+    assert vals is not None  # recognise() posts only slots with a value list
+    def probe(seq: DistinctSequence) -> list[list[int]]:
+        assert seq.chain is not None and seq.h is not None  # probed only with a chain
+        D0 = [dom_range(v.lo, v.hi) for v in vars]
+        nv = len(vals)
+        out: list[list[int]] = []
+        steps = len(seq.chain) - 1
+        for j in range(len(xs)):
+            if j >= steps:
+                out.append([-1] * nv)
+                continue
+            local_vars = {xs[j]} | {v for v, _ in seq.chain[j]} | {v for v, _ in seq.chain[j + 1]}
+            local = [f.node for f in factors if f.node.vars and f.node.vars <= local_vars
+                     and xs[j] in f.node.vars]
+            row = []
+            for v in range(nv):
+                D = list(D0)
+                D[xs[j]] = frozenset([v])
+                if not _fixpoint(local, D):
+                    row.append(0)
+                    continue
+                t = seq._tau(D, j)
+                t1 = seq._tau(D, j + 1)
+                if t is None or t1 is None:
+                    row.append(-1)
+                    continue
+                hv = seq.h[v]
+                if hv is None:
+                    row.append(0)
+                    continue
+                row.append(t & (t1 >> hv))
+            out.append(row)
+        return out
+
+    if chain is not None:
+        # times are bitsets over [base, base + span]: only for modest spans (huge bounds would
+        # make huge ints), and the one-time probe only for modest sizes
+        base = min(min(vars[v].lo - o for v, o in cls) for cls in chain)
+        span = max(max(vars[v].hi - o for v, o in cls) for cls in chain) - base
+        if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > MAX_SPAN \
+                or len(xs) * len(vals) > MAX_PROBES:
+            chain, h = None, None
+    seq = DistinctSequence(xs, succ, chain, h, probe)
+    if chain is not None:
+        seq.base = base
+    return seq
+
+
+def _fixpoint(nodes: list[Node], D: Domains, rounds: int = 20) -> bool:
+    """HC4 over a few nodes until nothing changes; False on a wipe-out."""
+    ctx = Narrowing(D)
+    for _ in range(rounds):
+        ctx.changed = []
+        for nd in nodes:
+            r = as_bool(nd.fwd(D))
+            if r == F:
+                return False
+            if r == T:
+                continue
+            if not nd.bwd(ctx, T):
+                return False
+        if not ctx.changed:
+            return True
+    return True
