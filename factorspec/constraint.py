@@ -8,8 +8,9 @@ j % 32 of int32 word j // 32, least significant bit first, 1 = allowed.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -99,7 +100,9 @@ def truncate_draft(d: DraftTree, width: int, chain: bool = False) -> DraftTree:
     """At most `width` nodes (a prefix in topological order keeps the tree closed); with `chain`
     only the first-child chain from the root (what a chain-only verifier can take)."""
     if chain:
-        toks, pars, cert = [], [], []
+        toks: list[int] = []
+        pars: list[int] = []
+        cert: list[bool] = []
         last = -1
         for k in range(len(d.tokens)):
             if d.parents[k] == last and len(toks) < width:

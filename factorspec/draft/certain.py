@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from factorspec.graph.matcher import Matcher
 
 
-def certain_run(m: "Matcher", max_tokens: int) -> list[int]:
+def certain_run(m: Matcher, max_tokens: int) -> list[int]:
     """Tokens that are the only allowed choice, one after another, from the matcher's state (not
     applied; the matcher is left where it was).
 
@@ -47,7 +47,7 @@ def certain_run(m: "Matcher", max_tokens: int) -> list[int]:
     return list(out)
 
 
-def rank_by_witness(m: "Matcher", ids: list[int]) -> list[int]:
+def rank_by_witness(m: Matcher, ids: list[int]) -> list[int]:
     """Cheap prior for branch order: the token that continues the solver's witness record first."""
     w = m.m.witness_text(m.configs) or b""
     n = len(m.text)
@@ -66,7 +66,7 @@ class TreeDrafter:
     max_branches: int = 4
     lookup: PromptLookup = field(default_factory=PromptLookup)
 
-    def draft(self, m: "Matcher", max_tokens: int) -> DraftTree:
+    def draft(self, m: Matcher, max_tokens: int) -> DraftTree:
         """At most `max_tokens` nodes from the matcher's state (the matcher is left unchanged)."""
         chain = certain_run(m, max_tokens)
         tree = DraftTree(list(chain), list(range(-1, len(chain) - 1)), [True] * len(chain))

@@ -1,8 +1,9 @@
 """Prompt-lookup (n-gram) proposals for free choices such as free text."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from factorspec.constraint import DraftTree
 
@@ -32,7 +33,7 @@ class PromptLookup:
                     break
         return []
 
-    def extend(self, m: "Matcher", tree: DraftTree, budget: int) -> None:
+    def extend(self, m: Matcher, tree: DraftTree, budget: int) -> None:
         """Hang the proposal as a chain below the last node of `tree` (matcher left unchanged)."""
         prop = self.propose(m.prompt + m.tokens, budget)
         parent, done = len(tree.tokens) - 1, 0

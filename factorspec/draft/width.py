@@ -53,7 +53,7 @@ class CertainWidth:
             width = min(cap, run + self.tree_allowance)
         return width
 
-    def for_worker(self, cap: int) -> tuple[int, "CertainWidth"]:
+    def for_worker(self, cap: int) -> tuple[int, CertainWidth]:
         """(the most draft nodes, the policy the worker applies) for a pooled request whose
         engine-side cap is `cap`: the worker holds the constraint this policy reads."""
         return min(self.cost.max_width, cap), self

@@ -27,7 +27,7 @@ from factorspec.graph.token_vocab import TokenVocab
 DEFAULT_CACHE_LIMIT = 256
 
 # spec -> its shared machine, for specs compiled outside a SpecCompiler (`Matcher.for_spec`)
-_MACHINES: "weakref.WeakKeyDictionary[CompiledSpec, TextMachine]" = weakref.WeakKeyDictionary()
+_MACHINES: weakref.WeakKeyDictionary[CompiledSpec, TextMachine] = weakref.WeakKeyDictionary()
 _MACHINES_LOCK = threading.Lock()
 
 
@@ -61,7 +61,7 @@ class CompiledConstraint:
     def __init__(self, key: str, spec: CompiledSpec, machine: TextMachine) -> None:
         self.key, self.spec, self.machine = key, spec, machine
 
-    def check(self) -> "CompiledConstraint":
+    def check(self) -> CompiledConstraint:
         """Raise `Unsatisfiable` (naming the conflicting relations) if no record exists."""
         self.spec.root()
         return self
@@ -88,7 +88,7 @@ class SpecCompiler:
         self.cache_enabled = cache_enabled
         self.cache_limit = int(cache_limit)
         self.budget = budget
-        self._cache: "OrderedDict[str, CompiledConstraint]" = OrderedDict()
+        self._cache: OrderedDict[str, CompiledConstraint] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 

@@ -12,7 +12,8 @@ exactly the tokens of greedy masked decoding without them.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -41,14 +42,14 @@ class Matcher:
         self._mask: Optional[np.ndarray] = None
 
     @classmethod
-    def for_spec(cls, spec: CompiledSpec, vocab: TokenVocab) -> "Matcher":
+    def for_spec(cls, spec: CompiledSpec, vocab: TokenVocab) -> Matcher:
         """A matcher over the spec's shared `TextMachine` (built once per spec by
         `factorspec.graph.compiler`, not per request)."""
         from factorspec.graph.compiler import machine_of
 
         return cls(machine_of(spec), vocab)
 
-    def clone(self) -> "Matcher":
+    def clone(self) -> Matcher:
         """An independent matcher at the same state: shares the immutable parts (machine, vocab,
         frozenset configs, plan tuples, cached mask arrays) and copies every mutable container, so
         drafting ahead on the clone (e.g. on another thread) never touches this one."""
@@ -188,7 +189,8 @@ class Matcher:
             (stack, _sol), = cfgs
             if stack and stack[-1][0] == "T" and stack[-1][3] == 0 and stack[-1][4] == 0:
                 node = m.node_at(stack[-1][1])
-                room = None if node.max_len is None else node.max_len - stack[-1][2]
+                max_len = getattr(node, "max_len", None)  # a string slot (Scalar)
+                room = None if max_len is None else max_len - stack[-1][2]
                 if room is None or room > 0:
                     plain = v.plain_mask(room)
         trie = v.special_trie if plain is not None else v.trie
@@ -235,8 +237,9 @@ class Matcher:
                         return [int(t) for t in self.tokens[start:]]
                 cands: list[int] = []
             else:
-                allowed = set(int(i) for i in self.allowed_tokens())
-                found, node = [], self.vocab.trie
+                allowed = {int(i) for i in self.allowed_tokens()}
+                found: list[tuple[int, int]] = []
+                node: Any = self.vocab.trie
                 for k, b in enumerate(rem):
                     node = node.get(b)
                     if node is None:

@@ -5,7 +5,8 @@ Built from a list of token byte strings, so the core needs no tokenizer library;
 `factorspec.models` for reading them off real tokenizers."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class TokenVocab:
     def empty_mask(self) -> np.ndarray:
         return np.zeros(self.words, dtype=np.int32)
 
-    def mask_from_ids(self, ids: Sequence[int]) -> np.ndarray:
+    def mask_from_ids(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """xgrammar layout: token j is bit j % 32 of word j // 32 (LSB first), 1 = allowed."""
         words = np.zeros(self.words, dtype=np.uint32)
         if len(ids) == 1:  # forced positions: one token (the common case), no ufunc.at
