@@ -51,6 +51,9 @@ def register(sub: Any) -> None:
     b.add_argument("--configs", default=None, help="comma-separated subset of configurations")
     b.add_argument("--max-width", type=int, default=64)
     b.add_argument("--max-new-tokens", type=int, default=400)
+    b.add_argument("--temperature", type=float, default=0.0,
+                   help="0 (default): greedy; > 0: every configuration samples, instance k with seed SEED + k")
+    b.add_argument("--seed", type=int, default=0)
     b.add_argument("--workers", type=int, default=1,
                    help="CPU mask worker processes for the FactorSpec configurations; 0: in-process")
     b.add_argument("--out", required=True, help="output directory")
@@ -100,13 +103,14 @@ def _bench(args: argparse.Namespace, ctx: Any, probs: list, configs: list, batch
     os.makedirs(args.out, exist_ok=True)
     summary: dict = {"machine": _machine(), "model": args.model or "qwen2.5-coder-0.5b", "workers": args.workers,
                      "instances": [p.id for p in probs], "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                     "configs": [], "exactness": {}}
+                     "temperature": args.temperature, "seed": args.seed, "configs": [], "exactness": {}}
     with open(os.path.join(args.out, "rows.jsonl"), "w", encoding="utf-8") as fh:
         for batch in batches:
             tokens_of: dict[str, dict[str, list]] = {}
             ngram: list[dict] = []
             for config in configs:
-                rows, wall = run_config(ctx, config, probs, batch, args.max_new_tokens)
+                rows, wall = run_config(ctx, config, probs, batch, args.max_new_tokens,
+                                        temperature=args.temperature, seed=args.seed)
                 for r in rows:
                     fh.write(json.dumps({**{k: v for k, v in r.items() if k not in ("token_ids", "engine_timings", "load_avg")},
                                          "batch": batch},
@@ -139,7 +143,9 @@ def _write_md(summary: dict, path: str) -> None:
     cols = ["name", "batch", "valid_rate", "exact_match_rate", "tokens_per_verify_step",
             "forward_passes_per_record", "seconds_per_record", "decode_seconds_per_record",
             "valid_records_per_second", "load_avg"]
-    lines = [f"# FactorSpec bench ({summary['model']}, {len(summary['instances'])} instances)", "",
+    t = summary.get("temperature", 0.0)
+    mode = f"sampled at temperature {t}, instance k with seed {summary.get('seed', 0)} + k" if t else "greedy"
+    lines = [f"# FactorSpec bench ({summary['model']}, {len(summary['instances'])} instances, {mode})", "",
              f"Machine: {json.dumps(summary['machine'])}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in summary["configs"]:

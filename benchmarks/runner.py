@@ -140,11 +140,19 @@ def evaluate(ctx: Context, p: TripProblem, text: str) -> tuple[Optional[dict], b
 
 
 def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch: int,
-               max_new_tokens: int = 400, progress: bool = True) -> tuple[list[dict], float]:
-    """Decode every problem under `config`; returns per-instance rows and the total wall time."""
+               max_new_tokens: int = 400, progress: bool = True, temperature: float = 0.0,
+               seed: int = 0) -> tuple[list[dict], float]:
+    """Decode every problem under `config`; returns per-instance rows and the total wall time.
+
+    `temperature` > 0 samples (instance k with seed `seed + k` in every configuration, so that
+    drafted and undrafted configurations sample the same tokens: see factorspec.engine.sampling)."""
+    from factorspec.engine.sampling import GREEDY, SamplingParams
+
     from factorspec.engine import Engine, Request
     from factorspec.models import build_prompt_ids
 
+    sampling = {p.id: (SamplingParams(temperature, seed=seed + k) if temperature > 0 else GREEDY)
+                for k, p in enumerate(problems)}
     mode, width = _mode_width(ctx, config)
     pooled = ctx.workers > 0 and config.startswith("fs_")
     engine = Engine(ctx.model, ctx.tok, width=width if width else 1, max_width=ctx.max_width,
@@ -164,7 +172,8 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
         for p in todo:
             ids = prompts[p.id] if p.id not in extra_prompt else build_prompt_ids(ctx.tok, json_prompt(p) + extra_prompt[p.id])
             if pooled:  # compiled in a worker (errors end the request with constraint_error)
-                reqs.append(Request(ids, None, max_new_tokens=max_new_tokens, id=p.id, spec=to_spec(p)))
+                reqs.append(Request(ids, None, max_new_tokens=max_new_tokens, id=p.id, spec=to_spec(p),
+                                    sampling=sampling[p.id]))
                 ok.append(p)
                 continue
             try:
@@ -173,7 +182,7 @@ def run_config(ctx: Context, config: str, problems: Sequence[TripProblem], batch
                 rows[p.id].update(valid=False, exact_match=False, record=None, text="",
                                   finish_reason=f"constraint_error: {type(e).__name__}: {e}")
                 continue
-            reqs.append(Request(ids, c, max_new_tokens=max_new_tokens, id=p.id))
+            reqs.append(Request(ids, c, max_new_tokens=max_new_tokens, id=p.id, sampling=sampling[p.id]))
             ok.append(p)
         results = engine.generate(reqs, batch_size=batch, mode=mode)
         retry = []
