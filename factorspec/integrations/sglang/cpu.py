@@ -546,14 +546,14 @@ def cpu_engine(model_path: str, drafter: bool = True, draft_tokens: int = 16, **
     os.environ["FACTORSPEC_SGLANG_DRAFTER"] = "1" if drafter else "0"
     install()
     _register_factorspec()
-    import sglang
+    from sglang.srt.entrypoints.engine import Engine  # sglang.Engine is a lazy proxy: not subclassable
 
     kw = cpu_engine_kwargs(model_path=model_path, **overrides)
     if drafter:
         kw.setdefault("speculative_algorithm", "NGRAM")
         kw.setdefault("speculative_num_draft_tokens", int(draft_tokens))
 
-    class FactorSpecCPUEngine(sglang.Engine):
+    class FactorSpecCPUEngine(Engine):
         run_scheduler_process_func = staticmethod(run_scheduler_process)
         run_detokenizer_process_func = staticmethod(run_detokenizer_process)
 
