@@ -66,28 +66,53 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_DETACH = (
+    "import subprocess, sys\n"
+    "log = open(sys.argv[1], 'wb')\n"
+    "p = subprocess.Popen(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)\n"
+    "print(p.pid)\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 @pytest.fixture(scope="module", autouse=True)
 def server(model_dir):
     """The HTTP server through FactorSpec's launcher (NGRAM + FactorSpec drafter by default),
-    started before the Engine tests and shut down after the module."""
+    started before the Engine tests and shut down after the module. Detached (its parent exits at
+    once): ``Engine.shutdown()`` kills every descendant of this process, which would take a
+    server started as our child with it."""
+    import signal
+
     port = _free_port()
-    log = tempfile.NamedTemporaryFile(prefix="factorspec-sglang-server-", suffix=".log", delete=False)
+    log = tempfile.NamedTemporaryFile(prefix="factorspec-sglang-server-", suffix=".log", delete=False).name
     cmd = [sys.executable, "-m", "factorspec.integrations.sglang.launch_server", "--device", "cpu",
            "--model-path", model_dir, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
            "--factorspec-draft-tokens", "16"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    proc = subprocess.Popen(cmd, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
-    info = {"proc": proc, "url": f"http://127.0.0.1:{port}", "log": log.name, "t0": time.time()}
+    out = subprocess.run([sys.executable, "-c", _DETACH, log, *cmd], cwd=str(REPO), env=env, check=True,
+                         capture_output=True, text=True, timeout=120)
+    pid = int(out.stdout.strip())
+    info = {"pid": pid, "url": f"http://127.0.0.1:{port}", "log": log, "t0": time.time()}
     yield info
-    if proc.poll() is None:
-        import signal
-
-        os.killpg(proc.pid, signal.SIGTERM)
+    if _alive(pid):
         try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGTERM)
+            for _ in range(60):
+                if not _alive(pid):
+                    break
+                time.sleep(1)
+            else:
+                os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _log_tail(info, n=4000):
@@ -111,8 +136,8 @@ def _http(method, url, body=None, timeout=600):
 def ready_server(server):
     deadline = server["t0"] + SERVER_BOOT_S
     while time.time() < deadline:
-        if server["proc"].poll() is not None:
-            pytest.fail(f"SGLang server exited ({server['proc'].returncode}):\n{_log_tail(server)}", pytrace=False)
+        if not _alive(server["pid"]):
+            pytest.fail(f"SGLang server exited:\n{_log_tail(server)}", pytrace=False)
         try:
             status, _ = _http("GET", server["url"] + "/health", timeout=5)
             if status == 200:
