@@ -23,11 +23,12 @@ except ImportError:
 _ok, _why = sglang_stubs.sglang_available()
 pytestmark = pytest.mark.skipif(not _ok, reason=_why or "sglang not importable")
 
-import torch  # noqa: E402
+import torch
 
 if _ok:
-    from factorspec.integrations.sglang import cpu  # noqa: E402
-    from sglang.srt.utils import next_power_of_2  # noqa: E402
+    from sglang.srt.utils import next_power_of_2
+
+    from factorspec.integrations.sglang import cpu
 
 BATCHES = [1, 3, 5]
 
@@ -107,7 +108,9 @@ def test_assign_req_to_token_pool_matches_sglang_triton(bs, width):
 @pytest.mark.parametrize("bs", BATCHES)
 @pytest.mark.parametrize("topk,cols", [(1, 1), (1, 5), (4, 3), (8, 17)])
 def test_assign_draft_cache_locs_contiguous_matches_sglang_triton(bs, topk, cols):
-    from sglang.kernels.ops.speculative.cache_locs import assign_draft_cache_locs_contiguous
+    from sglang.kernels.ops.speculative.cache_locs import (
+        assign_draft_cache_locs_contiguous,
+    )
 
     rng = random.Random(bs * 13 + topk * 7 + cols)
     pool_len = 300
@@ -161,7 +164,9 @@ def test_fill_bonus_tokens_matches_sglang_triton(bs, stride, vocab):
 @pytest.mark.parametrize("bs", BATCHES)
 @pytest.mark.parametrize("n", [1, 2, 16, 65])
 def test_reconstruct_indices_from_tree_mask_matches_sglang_triton(bs, n):
-    from sglang.kernels.ops.speculative.reconstruct_tree import reconstruct_indices_from_tree_mask_triton
+    from sglang.kernels.ops.speculative.reconstruct_tree import (
+        reconstruct_indices_from_tree_mask_triton,
+    )
 
     rng = random.Random(bs * 97 + n)
     pars, mask = _batch_trees(rng, bs, n)
@@ -216,7 +221,8 @@ def test_verify_tree_greedy_matches_sglang_triton(bs, n, vocab):
     for trial in range(3):
         cand, ri, nt, ns, target, S = _verify_case(rng, bs, n, vocab, n if trial != 1 else max(1, n // 3))
 
-        def run(fn, **names):
+        def run(fn, case=(cand, ri, nt, ns, target, S), **names):
+            cand, ri, nt, ns, target, S = case
             pred = torch.zeros(bs * n, dtype=torch.int32)
             acc = torch.full((bs, S), -1, dtype=torch.int32)
             num = torch.full((bs,), -5, dtype=torch.int32)
@@ -250,7 +256,10 @@ def _eagle_case(rng, bs, topk, depth, n):
 @pytest.mark.parametrize("topk,depth,n", [(1, 1, 2), (1, 3, 4), (4, 4, 8), (3, 4, 13)])
 @pytest.mark.parametrize("mode", [0, 1])
 def test_build_tree_kernel_efficient_matches_sglang_triton(bs, topk, depth, n, mode):
-    from sglang.kernels.ops.speculative.spec_tree import TreeMaskMode, sgl_build_tree_kernel_triton
+    from sglang.kernels.ops.speculative.spec_tree import (
+        TreeMaskMode,
+        sgl_build_tree_kernel_triton,
+    )
 
     rng = random.Random(bs * 11 + topk * 5 + depth + n + mode)
     parent_list, selected = _eagle_case(rng, bs, topk, depth, n)
@@ -317,7 +326,7 @@ def test_install_provides_every_name_sglang_imports_on_cpu():
         assert callable(getattr(sgl_kernel, name))
     assert callable(sgl_kernel.speculative.reconstruct_indices_from_tree_mask)
     if getattr(sgl_kernel, "__factorspec_stub__", False):
-        assert getattr(sgl_kernel, "verify_tree_greedy_cpu") is cpu.verify_tree_greedy_cpu
+        assert sgl_kernel.verify_tree_greedy_cpu is cpu.verify_tree_greedy_cpu
         assert "verify_tree_greedy_cpu" in state["ops"]
         with pytest.raises(ImportError):  # the stub is not a CUDA sgl_kernel in disguise
             from sgl_kernel import silu_and_mul  # noqa: F401

@@ -92,7 +92,8 @@ def server(model_dir):
     import signal
 
     port = _free_port()
-    log = tempfile.NamedTemporaryFile(prefix="factorspec-sglang-server-", suffix=".log", delete=False).name
+    fd, log = tempfile.mkstemp(prefix="factorspec-sglang-server-", suffix=".log")
+    os.close(fd)
     cmd = [sys.executable, "-m", "factorspec.integrations.sglang.launch_server", "--device", "cpu",
            "--model-path", model_dir, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
            "--factorspec-draft-tokens", "16"]

@@ -33,13 +33,12 @@ import os
 import sys
 import tempfile
 import types
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import torch
 
 __all__ = [
     "CPU_OPS",
-    "TorchNativeVerifyAttnBackend",
     "cpu_engine",
     "cpu_engine_kwargs",
     "cpu_environment",
@@ -47,9 +46,10 @@ __all__ = [
     "installed",
     "run_detokenizer_process",
     "run_scheduler_process",
+    "verify_backend_class",
 ]
 
-_STATE: Dict[str, Any] = {"ops": [], "torchvision": False, "attention": False}
+_STATE: dict[str, Any] = {"ops": [], "torchvision": False, "attention": False}
 
 
 # -- the sgl_kernel CPU ops (torch) ----------------------------------------------------------------
@@ -73,7 +73,7 @@ def copy_all_layer_kv_cache_cpu(data_ptrs: torch.Tensor, strides: torch.Tensor, 
         buf[tgt] = buf[src]
 
 
-def _segments(start_offset: torch.Tensor, end_offset: torch.Tensor) -> List[tuple[int, int, int]]:
+def _segments(start_offset: torch.Tensor, end_offset: torch.Tensor) -> list[tuple[int, int, int]]:
     """(start, end, output offset) per request: output offsets are the running sum of lengths."""
     out, off = [], 0
     for s, e in zip(start_offset.reshape(-1).tolist(), end_offset.reshape(-1).tolist()):
@@ -166,7 +166,7 @@ def build_tree_kernel_efficient_cpu(parent_list: torch.Tensor, selected_index: t
         sel = si[b * si_stride:b * si_stride + N - 1]
         par = pl[b * pl_stride:]
 
-        def find(token: int) -> int:
+        def find(token: int, sel: list = sel) -> int:
             for p in range(N - 1):
                 if sel[p] == token:
                     return p
@@ -298,7 +298,7 @@ SPECULATIVE_OPS = {"reconstruct_indices_from_tree_mask": reconstruct_indices_fro
 
 
 # -- installation ----------------------------------------------------------------------------------
-def _import_or_none(name: str) -> Optional[types.ModuleType]:
+def _import_or_none(name: str) -> types.ModuleType | None:
     if name in sys.modules:
         return sys.modules[name]
     try:
@@ -308,7 +308,7 @@ def _import_or_none(name: str) -> Optional[types.ModuleType]:
         return None
 
 
-def _install_sgl_kernel() -> List[str]:
+def _install_sgl_kernel() -> list[str]:
     """Put the torch ops into ``sgl_kernel`` / ``sgl_kernel.speculative`` where the real package
     lacks them (absent, or a build that does not import here). Returns the names provided."""
     pkg = _import_or_none("sgl_kernel")
@@ -359,7 +359,7 @@ def _install_torchvision() -> bool:
         from transformers.utils import import_utils as _tf_import_utils
 
         _tf_import_utils.is_torchvision_available()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001,S110 - transformers absent or changed: nothing to pre-cache
         pass
     tv = types.ModuleType("torchvision")
     tv.__spec__ = importlib.machinery.ModuleSpec("torchvision", None, is_package=True)
@@ -377,7 +377,7 @@ def _install_torchvision() -> bool:
     return True
 
 
-def install(attention: bool = True) -> Dict[str, Any]:
+def install(attention: bool = True) -> dict[str, Any]:
     """Provide what SGLang's CPU path needs and this machine lacks (idempotent; call before any
     ``sglang`` import). ``attention``: also register :class:`TorchNativeVerifyAttnBackend` as
     ``torch_native`` (imports SGLang's attention registry, so only after the ops are in place).
@@ -392,7 +392,7 @@ def install(attention: bool = True) -> Dict[str, Any]:
     return dict(_STATE)
 
 
-def installed() -> Dict[str, Any]:
+def installed() -> dict[str, Any]:
     return dict(_STATE)
 
 
@@ -518,7 +518,7 @@ def _register_factorspec() -> None:
         fs_sglang.install_drafter()
 
 
-def cpu_environment(cache_dir: Optional[str] = None) -> Dict[str, str]:
+def cpu_environment(cache_dir: str | None = None) -> dict[str, str]:
     """Environment SGLang's CPU path reads (set before SGLang is imported: some are read at
     import). ``SGLANG_CACHE_DIR`` defaults to a fresh temporary folder unless already set."""
     env = {"SGLANG_USE_CPU_ENGINE": "1"}
@@ -527,11 +527,11 @@ def cpu_environment(cache_dir: Optional[str] = None) -> Dict[str, str]:
     return env
 
 
-def cpu_engine_kwargs(**overrides: Any) -> Dict[str, Any]:
+def cpu_engine_kwargs(**overrides: Any) -> dict[str, Any]:
     """``sglang.Engine`` keyword arguments for a CPU-only machine (measured: the default KV pool
     allocates 5.7 GB and takes 36 s; 8192 tokens is plenty for tests)."""
-    kw: Dict[str, Any] = dict(device="cpu", attention_backend="torch_native", disable_overlap_schedule=True,
-                              disable_cuda_graph=True, max_total_tokens=8192, grammar_backend="factorspec")
+    kw: dict[str, Any] = {"device": "cpu", "attention_backend": "torch_native", "disable_overlap_schedule": True,
+                          "disable_cuda_graph": True, "max_total_tokens": 8192, "grammar_backend": "factorspec"}
     kw.update(overrides)
     return kw
 
@@ -546,7 +546,9 @@ def cpu_engine(model_path: str, drafter: bool = True, draft_tokens: int = 16, **
     os.environ["FACTORSPEC_SGLANG_DRAFTER"] = "1" if drafter else "0"
     install()
     _register_factorspec()
-    from sglang.srt.entrypoints.engine import Engine  # sglang.Engine is a lazy proxy: not subclassable
+    from sglang.srt.entrypoints.engine import (
+        Engine,  # sglang.Engine is a lazy proxy: not subclassable
+    )
 
     kw = cpu_engine_kwargs(model_path=model_path, **overrides)
     if drafter:

@@ -32,9 +32,9 @@ import argparse
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
-CPU_DEFAULTS: Tuple[Tuple[str, Optional[str]], ...] = (
+CPU_DEFAULTS: tuple[tuple[str, str | None], ...] = (
     ("--attention-backend", "torch_native"), ("--disable-overlap-schedule", None),
     ("--disable-cuda-graph", None), ("--max-total-tokens", "8192"))
 
@@ -56,12 +56,13 @@ def _cpu_environment(argv: Sequence[str]) -> None:
 
 _cpu_environment(sys.argv[1:])
 
-import factorspec.integrations.sglang as fs_sglang  # noqa: E402,F401 - registers the backend (also in children)
+# registers the backend and installs the CPU path (also in the children, which re-import this module)
+import factorspec.integrations.sglang as fs_sglang
 
 PLUGIN_DIST = "factorspec_sglang_plugin"
 
 
-def split_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
+def split_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--factorspec-drafter", dest="drafter", action="store_true", default=True)
     p.add_argument("--no-factorspec-drafter", dest="drafter", action="store_false")
@@ -74,7 +75,7 @@ def _has_flag(args: Sequence[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args)
 
 
-def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> List[str]:
+def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> list[str]:
     """SGLang's argument list with FactorSpec's defaults filled in."""
     out = list(rest)
     if cpu_requested(out):
@@ -91,7 +92,7 @@ def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> List[str]:
     return out
 
 
-def write_plugin_dist(root: Optional[str] = None) -> str:
+def write_plugin_dist(root: str | None = None) -> str:
     """A ``.dist-info`` folder declaring the ``sglang.srt.plugins`` entry point; returns the
     folder to put on ``sys.path`` / ``PYTHONPATH``."""
     root = root or tempfile.mkdtemp(prefix="factorspec-sglang-plugin-")
@@ -117,7 +118,7 @@ def prepare_environment(ns: argparse.Namespace) -> str:
     return root
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ns, rest = split_args(sys.argv[1:] if argv is None else argv)
     _cpu_environment(rest)
     prepare_environment(ns)
