@@ -1,22 +1,18 @@
 """Test-only helpers for the SGLang integration tests (CPU, sglang==0.5.23 installed --no-deps).
 
-- ``torchvision`` and ``sgl_kernel.speculative`` stubs, put into ``sys.modules`` by the
-  ``sglang_env`` fixture only when the real modules cannot be imported (PyPI has only CUDA builds
-  of torchvision; sgl_kernel is the CUDA kernel package). The ``sgl_kernel.speculative`` stub's
-  ``reconstruct_indices_from_tree_mask`` runs SGLang's own Triton version of that op
-  (``reconstruct_indices_from_tree_mask_triton``) under the interpreter.
 - ``TRITON_INTERPRET=1`` (SGLang's Triton kernels on CPU tensors) and a temporary
   ``SGLANG_CACHE_DIR``, set at import, before any ``@triton.jit`` decorator runs.
+- The CPU path (``sgl_kernel``'s CPU ops as torch code, a ``torchvision`` stub where none imports,
+  ``torch_native`` with speculative verify) comes from the package itself:
+  :mod:`factorspec.integrations.sglang.cpu`, installed when ``factorspec.integrations.sglang`` is
+  imported. :func:`install_stubs` is kept for the tests that call it.
 Never imported by the package itself.
 """
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
 import os
-import sys
 import tempfile
-import types
 
 import pytest
 
@@ -30,7 +26,9 @@ SGLANG_SKIP_REASON = (
 
 
 def sglang_available() -> tuple[bool, str]:
+    """(True, "") when sglang and the drop-in import (the drop-in installs the CPU path first)."""
     try:
+        importlib.import_module("factorspec.integrations.sglang")
         importlib.import_module("sglang")
         importlib.import_module("sglang.srt.constrained.base_grammar_backend")
     except Exception as e:  # noqa: BLE001 - any failure means: not usable here
@@ -38,65 +36,12 @@ def sglang_available() -> tuple[bool, str]:
     return True, ""
 
 
-def _importable(name: str) -> bool:
-    if name in sys.modules:
-        return True
-    try:
-        importlib.import_module(name)
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def _reconstruct_via_sglang_triton(*args, **kwargs):
-    from sglang.kernels.ops.speculative.reconstruct_tree import reconstruct_indices_from_tree_mask_triton
-
-    return reconstruct_indices_from_tree_mask_triton(*args, **kwargs)
-
-
-def _stub_getattr(modname: str):
-    def __getattr__(name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        # Names imported at module load (InterpolationMode, ...) resolve to inert placeholders.
-        return type(name, (), {"__module__": modname})
-    return __getattr__
-
-
 def install_stubs(torchvision: bool = True) -> list[str]:
-    """Insert the stubs that are needed; returns the names inserted."""
-    added = []
-    if torchvision and not _importable("torchvision"):
-        # transformers caches "is torchvision available?" (lru_cache): ask it first, while the
-        # answer is still "no", so it never takes the stub for a real torchvision.
-        from transformers.utils import import_utils as _tf_import_utils
+    """The CPU path's stand-ins (idempotent); returns what :mod:`...sglang.cpu` provided."""
+    from factorspec.integrations.sglang import cpu
 
-        _tf_import_utils.is_torchvision_available()
-        tv = types.ModuleType("torchvision")
-        tv.__spec__ = importlib.machinery.ModuleSpec("torchvision", None, is_package=True)
-        tv.__path__ = []  # type: ignore[attr-defined]
-        tv.__version__ = "0.0.0+factorspec-stub"  # type: ignore[attr-defined]
-        for sub in ("transforms", "transforms.functional", "io", "ops", "datasets", "models"):
-            m = types.ModuleType(f"torchvision.{sub}")
-            m.__spec__ = importlib.machinery.ModuleSpec(f"torchvision.{sub}", None)
-            m.__getattr__ = _stub_getattr(f"torchvision.{sub}")  # type: ignore[attr-defined]
-            if "." not in sub:
-                setattr(tv, sub, m)
-            sys.modules[f"torchvision.{sub}"] = m
-        sys.modules["torchvision.transforms"].functional = sys.modules["torchvision.transforms.functional"]
-        sys.modules["torchvision"] = tv
-        added.append("torchvision")
-    if not _importable("sgl_kernel.speculative"):
-        pkg = sys.modules.get("sgl_kernel") or types.ModuleType("sgl_kernel")
-        if not hasattr(pkg, "__path__"):
-            pkg.__path__ = []  # type: ignore[attr-defined]
-        spec = types.ModuleType("sgl_kernel.speculative")
-        spec.reconstruct_indices_from_tree_mask = _reconstruct_via_sglang_triton  # type: ignore[attr-defined]
-        pkg.speculative = spec  # type: ignore[attr-defined]
-        sys.modules["sgl_kernel"] = pkg
-        sys.modules["sgl_kernel.speculative"] = spec
-        added.append("sgl_kernel.speculative")
-    return added
+    state = cpu.install()
+    return list(state["ops"]) + (["torchvision"] if state["torchvision"] is True else [])
 
 
 @pytest.fixture(scope="session")

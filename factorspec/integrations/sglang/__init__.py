@@ -11,6 +11,11 @@ Matched against ``sglang==0.5.23`` (install it with ``--no-deps``; see docs/inte
 """
 from __future__ import annotations
 
+# CPU-only machines: sgl_kernel's CPU ops (torch stand-ins) before any sglang import (cpu.py)
+from factorspec.integrations.sglang.cpu import install as _install_cpu_path
+
+_install_cpu_path(attention=False)
+
 try:
     from sglang.srt.constrained.base_grammar_backend import (
         GRAMMAR_BACKEND_REGISTRY,
@@ -45,6 +50,7 @@ __all__ = [
 
 def register() -> None:
     """Register the ``factorspec`` grammar backend with SGLang (idempotent)."""
+    _install_cpu_path()  # and torch_native's speculative-verify mode (cpu.py)
     if GRAMMAR_BACKEND_REGISTRY.get(BACKEND_NAME) is not create_factorspec_backend:
         register_grammar_backend(BACKEND_NAME, create_factorspec_backend)
     try:

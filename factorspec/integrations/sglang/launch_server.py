@@ -18,6 +18,13 @@ two ways: this module is re-imported there as ``__mp_main__`` (it imports the in
 top), and a ``sglang.srt.plugins`` entry point (``factorspec =
 factorspec.integrations.sglang:plugin``) is put on ``PYTHONPATH`` through a generated
 ``.dist-info`` folder, which SGLang's ``load_plugins()`` runs in every process.
+
+``--device cpu`` (a CPU-only machine): sets ``SGLANG_USE_CPU_ENGINE=1`` and ``SGLANG_CACHE_DIR``
+(when unset) before SGLang is imported, and adds, unless given, ``--attention-backend
+torch_native --disable-overlap-schedule --disable-cuda-graph --max-total-tokens 8192``. The
+``sgl_kernel`` CPU ops and torch_native's verify mode come from
+:mod:`factorspec.integrations.sglang.cpu`, installed by the package import below (also in the
+scheduler process, which re-imports this module).
 """
 from __future__ import annotations
 
@@ -25,14 +32,37 @@ import argparse
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
-import factorspec.integrations.sglang as fs_sglang  # noqa: F401 - registers the backend (also in children)
+CPU_DEFAULTS: tuple[tuple[str, str | None], ...] = (
+    ("--attention-backend", "torch_native"), ("--disable-overlap-schedule", None),
+    ("--disable-cuda-graph", None), ("--max-total-tokens", "8192"))
+
+
+def cpu_requested(argv: Sequence[str]) -> bool:
+    """``--device cpu`` among the arguments."""
+    argv = list(argv)
+    return any(a == "--device=cpu" or (a == "--device" and i + 1 < len(argv) and argv[i + 1] == "cpu")
+               for i, a in enumerate(argv))
+
+
+def _cpu_environment(argv: Sequence[str]) -> None:
+    # read by SGLang at import time: set before the package import below pulls SGLang in
+    if cpu_requested(argv):
+        os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
+        if not os.environ.get("SGLANG_CACHE_DIR"):
+            os.environ["SGLANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="factorspec-sglang-cache-")
+
+
+_cpu_environment(sys.argv[1:])
+
+# registers the backend and installs the CPU path (also in the children, which re-import this module)
+import factorspec.integrations.sglang as fs_sglang
 
 PLUGIN_DIST = "factorspec_sglang_plugin"
 
 
-def split_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
+def split_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--factorspec-drafter", dest="drafter", action="store_true", default=True)
     p.add_argument("--no-factorspec-drafter", dest="drafter", action="store_false")
@@ -45,9 +75,13 @@ def _has_flag(args: Sequence[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args)
 
 
-def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> List[str]:
+def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> list[str]:
     """SGLang's argument list with FactorSpec's defaults filled in."""
     out = list(rest)
+    if cpu_requested(out):
+        for flag, value in CPU_DEFAULTS:
+            if not _has_flag(out, flag):
+                out += [flag] if value is None else [flag, value]
     if not _has_flag(out, "--grammar-backend"):
         out += ["--grammar-backend", "factorspec"]
     if ns.drafter:
@@ -58,7 +92,7 @@ def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> List[str]:
     return out
 
 
-def write_plugin_dist(root: Optional[str] = None) -> str:
+def write_plugin_dist(root: str | None = None) -> str:
     """A ``.dist-info`` folder declaring the ``sglang.srt.plugins`` entry point; returns the
     folder to put on ``sys.path`` / ``PYTHONPATH``."""
     root = root or tempfile.mkdtemp(prefix="factorspec-sglang-plugin-")
@@ -84,8 +118,9 @@ def prepare_environment(ns: argparse.Namespace) -> str:
     return root
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ns, rest = split_args(sys.argv[1:] if argv is None else argv)
+    _cpu_environment(rest)
     prepare_environment(ns)
     args = sglang_argv(ns, rest)
 
