@@ -20,5 +20,5 @@ PY="${PYTHON:-python}"
     uvicorn fastapi opentelemetry-api uvloop soundfile orjson
 # the rest of what `import sglang` and its server need, with their own (torch-free) dependencies:
 # cffi for soundfile (transformers imports soundfile whenever it is installed), IPython, attrs
-# and sniffio at sglang's module load, jsonschema in its HTTP server
-"$PY" -m pip install -q cffi ipython attrs sniffio jsonschema
+# and sniffio at sglang's module load, jsonschema and python-multipart in its HTTP server
+"$PY" -m pip install -q cffi ipython attrs sniffio jsonschema python-multipart
