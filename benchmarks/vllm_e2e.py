@@ -4,7 +4,7 @@
         --n 3 --out /tmp/fs.json
     python -m benchmarks.vllm_e2e all --model qwen2.5-coder-0.5b --n 20 --out-dir bench/vllm
 
-Configurations (greedy, temperature 0, max_tokens 512; records one at a time, or with
+Configurations (greedy by default, or sampled with --temperature T --seed S; max_tokens 512; records one at a time, or with
 ``--batch B`` all records submitted at once to an engine with max_num_seqs B):
   xgrammar          vLLM structured outputs (xgrammar) with the schema minus x-factorspec: syntax only
   xgrammar_ngram    the same plus vLLM's `ngram` proposer (num_speculative_tokens K)
@@ -100,13 +100,25 @@ def spec_counters(llm: Any) -> dict[str, float]:
     return out
 
 
-def run_one(llm: Any, prompt_ids: list[int], schema: dict, max_tokens: int, rid: str) -> dict[str, Any]:
+def sampling_params(schema: dict, max_tokens: int, temperature: float = 0.0, seed: Optional[int] = None) -> Any:
+    """vLLM's SamplingParams of a record: greedy, or sampled at `temperature` with a seed (vLLM's
+    rejection sampler verifies FactorSpec's deterministic drafts losslessly: a draft token x is
+    accepted with probability p(x) under the masked target distribution)."""
     from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
     from vllm.sampling_params import StructuredOutputsParams
 
-    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens,
-                        structured_outputs=StructuredOutputsParams(json=schema))
+    kw: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
+                          "structured_outputs": StructuredOutputsParams(json=schema)}
+    if temperature > 0 and seed is not None:
+        kw["seed"] = seed
+    return SamplingParams(**kw)
+
+
+def run_one(llm: Any, prompt_ids: list[int], schema: dict, max_tokens: int, rid: str,
+            temperature: float = 0.0, seed: Optional[int] = None) -> dict[str, Any]:
+    from vllm.inputs import TokensPrompt
+
+    sp = sampling_params(schema, max_tokens, temperature, seed)
     eng = llm.llm_engine
     t0 = time.perf_counter()
     eng.add_request(rid, TokensPrompt(prompt_token_ids=prompt_ids), sp)
@@ -160,20 +172,18 @@ def _timings(metrics: Any) -> dict[str, float]:
 
 
 def run_batch(llm: Any, jobs: list[tuple[str, list[int], dict]], max_tokens: int,
-              on_done: Any = None) -> tuple[dict[str, dict], dict[str, Any]]:
+              on_done: Any = None, temperature: float = 0.0,
+              seed: Optional[int] = None) -> tuple[dict[str, dict], dict[str, Any]]:
     """Add every job (request id, prompt ids, schema) to the engine, then step until all finish.
     Per request: the output, the steps in which it got tokens, vLLM's spec-decode metrics and
     timings, its latency from the start. `on_done(rid, record)` runs as each one finishes."""
-    from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
-    from vllm.sampling_params import StructuredOutputsParams
 
     eng = llm.llm_engine
     forwards = _count_forwards(eng)
     t0 = time.perf_counter()
-    for rid, ids, schema in jobs:
-        sp = SamplingParams(temperature=0.0, max_tokens=max_tokens,
-                            structured_outputs=StructuredOutputsParams(json=schema))
+    for k, (rid, ids, schema) in enumerate(jobs):
+        sp = sampling_params(schema, max_tokens, temperature, None if seed is None else seed + k)
         eng.add_request(rid, TokensPrompt(prompt_token_ids=ids), sp)
     seen = {rid: 0 for rid, _, _ in jobs}
     steps = {rid: 0 for rid, _, _ in jobs}
@@ -287,7 +297,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         schema = strip_relations(doc) if a.config.startswith("xgrammar") else doc
         ids = prompt_ids(tok, json_prompt(p))
         before = spec_counters(llm)
-        r = run_one(llm, list(ids), schema, a.max_tokens, f"{a.config}-{i}")
+        r = run_one(llm, list(ids), schema, a.max_tokens, f"{a.config}-{i}", a.temperature,
+                    None if a.seed is None else a.seed + i)
         after = spec_counters(llm)
         acc = after.get("spec_decode_num_accepted_tokens", 0.0) - before.get("spec_decode_num_accepted_tokens", 0.0)
         r["accepted"] = int(acc)
@@ -328,6 +339,7 @@ def _run_info(a: argparse.Namespace, llm: Any, start_s: float) -> dict[str, Any]
     workers["setting"] = os.environ.get(maskpool.ENV_WORKERS)
     workers["default"] = maskpool.default_workers()
     return {"config": a.config, "model": a.model, "k": a.k, "batch": a.batch, "max_tokens": a.max_tokens,
+            "temperature": a.temperature, "seed": a.seed,
             "engine_start_s": start_s, "spec_decode": spec_counters(llm), "mask_fill": dict(patches.STATS),
             "mask_workers": workers, "proposer": dict(proposer.STATS)}
 
@@ -370,7 +382,7 @@ def _run_batched(a: argparse.Namespace, llm: Any, tok: Any, probs: list, start_s
         out.update(partial=True, records=[finished[k] for k in sorted(finished)])
         Path(a.out).write_text(json.dumps(out, indent=1))
 
-    done, run = run_batch(llm, jobs, a.max_tokens, on_done)
+    done, run = run_batch(llm, jobs, a.max_tokens, on_done, a.temperature, a.seed)
     records = [finished.get(by_rid[rid][0]) or record(rid, done[rid]) for rid, _, _ in jobs]
     after = spec_counters(llm)
     out = _run_info(a, llm, start_s)
@@ -496,6 +508,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         p.add_argument("--skip", type=int, default=0)
         p.add_argument("--k", type=int, default=32)
         p.add_argument("--max-tokens", type=int, default=512)
+        p.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+        p.add_argument("--seed", type=int, default=None, help="with --temperature: record k gets seed SEED + k")
         p.add_argument("--time-budget", type=float, default=0.0, help="seconds; stop starting records after")
         p.add_argument("--batch", type=int, default=1,
                        help="submit all records at once to an engine with max_num_seqs BATCH (1: one at a time)")

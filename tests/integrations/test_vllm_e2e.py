@@ -27,16 +27,19 @@ def runs(tmp_path_factory):
     trip_instances(N)  # skips without the shared data
     out = {}
     tmp = tmp_path_factory.mktemp("vllm_e2e")
-    for cfg in ("factorspec", "factorspec_draft", "xgrammar_ngram"):
-        path = tmp / f"{cfg}.json"
+    for name in ("factorspec", "factorspec_draft", "xgrammar_ngram", "factorspec_draft_sampled"):
+        cfg = name.replace("_sampled", "")
+        path = tmp / f"{name}.json"
         cmd = [sys.executable, "-m", "benchmarks.vllm_e2e", "run", "--config", cfg,
                "--model", MODEL, "--n", str(N), "--k", "32", "--max-tokens", "400", "--out", str(path)]
+        if name.endswith("_sampled"):  # temperature > 0: vLLM's rejection sampler verifies the drafts
+            cmd += ["--temperature", "0.7", "--seed", "0"]
         env = cpu_env()
         env["FACTORSPEC_VLLM_MASK_WORKERS"] = "2" if cfg == "factorspec_draft" else "0"
         env["FACTORSPEC_VLLM_MASK_WORKERS_CHECK"] = "1" if cfg == "factorspec_draft" else "0"
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-        assert p.returncode == 0 and path.is_file(), f"{cfg} failed:\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
-        out[cfg] = json.loads(path.read_text())
+        assert p.returncode == 0 and path.is_file(), f"{name} failed:\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
+        out[name] = json.loads(path.read_text())
     return out
 
 
@@ -87,3 +90,19 @@ def test_mask_workers_fill_the_rows_exactly(runs):
     # the run without workers filled its rows in-process
     assert plain["mask_workers"]["workers"] == 0 and plain["mask_fill"]["fill_rows"] > 0
     assert plain["mask_fill"].get("worker_rows", 0) == 0
+
+
+def test_sampled_factorspec_drafts_give_valid_records(runs):
+    """temperature 0.7 through vLLM with FactorSpec's proposer: vLLM's rejection sampler accepts a
+    deterministic draft token x with probability p(x) under the masked distribution (lossless);
+    certain tokens have p(x) = 1, so they are all accepted, and every record is valid."""
+    run = runs["factorspec_draft_sampled"]
+    assert run["temperature"] == 0.7
+    for r in run["records"]:
+        assert r["valid"], (r.get("why"), r.get("text"))
+        assert r["finish_reason"] == "stop"
+    sd = run["spec_decode"]
+    print("sampled: tokens per forward", run["summary"]["tokens_per_step"], "drafts", sd)
+    assert sd["spec_decode_num_draft_tokens"] > 0
+    assert sd["spec_decode_num_accepted_tokens"] > 0.5 * sd["spec_decode_num_draft_tokens"]
+    assert run["summary"]["tokens_per_step"] > 5
