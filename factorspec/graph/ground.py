@@ -951,7 +951,7 @@ def _finite_values(n: E.Node, sym: bool = False, all_vars: Optional[list[E.Var]]
     if sym or n.kind != "num" or all_vars is None or not _integer_valued(n):
         return None
     # integer arithmetic over small domains (a length plus one, a sum of counts): its interval
-    lo, hi = n.fwd([dom_range(v.lo, v.hi) for v in all_vars])  # type: ignore[misc]
+    lo, hi = n.fwd([dom_range(v.lo, v.hi) for v in all_vars])
     if hi - lo >= DIV_LIMIT:
         return None
     return list(range(int(lo), int(hi) + 1))
