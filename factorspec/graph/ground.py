@@ -691,6 +691,8 @@ class Grounder:
         false)."""
         if not b.vars:
             d = b.ev([])
+            if not isinstance(d, (int, Fraction)):
+                raise self.err(f"{to_text(ast['args'][1])} has no value to divide by (in {to_text(ast)})")
             if d == 0:
                 raise self.err(f"division by zero (in {to_text(ast)})")
             return _fold(E.Scale(a, _norm_num(Fraction(1) / Fraction(d))))
@@ -952,7 +954,7 @@ def _finite_values(n: E.Node, sym: bool = False, all_vars: Optional[list[E.Var]]
         return None
     # integer arithmetic over small domains (a length plus one, a sum of counts): its interval
     lo, hi = n.fwd([dom_range(v.lo, v.hi) for v in all_vars])
-    if hi - lo >= DIV_LIMIT:
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo >= DIV_LIMIT:
         return None
     return list(range(int(lo), int(hi) + 1))
 
@@ -1126,6 +1128,9 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
             extra = set(r) - {"name", "expr", "message"}
             if extra:
                 key = sorted(extra)[0]
+                if key in ("soft", "weight"):
+                    raise SpecError(f"{ptr}/{key}", "soft relations are not supported yet (every relation must "
+                                                    "hold; see 'Soft relations' in docs/spec.md)")
                 raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
             given = r.get("name", f"relation[{i}]")
             if not isinstance(given, str) or not given:

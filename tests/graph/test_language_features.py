@@ -382,3 +382,11 @@ def test_text_forms_round_trip() -> None:
         ast = parse(t)
         assert parse(to_text(ast)) == ast and to_text(parse(to_text(ast))) == to_text(ast)
         assert from_json(json.loads(json.dumps(to_json(ast)))) == ast
+
+
+def test_soft_relations_are_refused_with_a_pointer_to_the_plan() -> None:
+    from factorspec.errors import SpecError
+    doc = spec({"a": I(0, 3)}, [{"name": "pref", "expr": "a > 1", "soft": True}])
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == "/x-factorspec/relations/0/soft" and "not supported yet" in str(ei.value)
