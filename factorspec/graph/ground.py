@@ -421,6 +421,12 @@ class Grounder:
             return E.VarRef(var)
         if isinstance(v, SelRef):
             return E.Select(v.index, {k: self.value(r, ast) for k, r in v.options.items()})
+        if isinstance(v, ListVal) and ast.get("op") not in ("tuple", "list"):
+            raise self.err(f"{to_text(ast)} is a list of items, not one value: aggregate it (sum, count, min, max, "
+                           f"all_different, len(set(...))) or write a generator, e.g. count(x[i] == 0 for i)")
+        if isinstance(v, TableRef):
+            raise self.err(f"{to_text(ast)} is a table, not a value: look a value up in it ({v.name}[key]) "
+                           f"or test membership (x in {v.name})")
         raise self.err(f"{to_text(ast)} is not a value")
 
     def boolean(self, v: GVal, ast: dict) -> E.Node:
@@ -536,9 +542,9 @@ class Grounder:
             for k, r in base.options.items():
                 extra: list = []
                 opts[k] = self._attr(r, name, extra, ast)
-                if extra:  # the option's own presence would have to depend on the index
-                    raise self.err(f"optional property {name!r} read through last()/[-1] of a "
-                                   f"variable-length array is not supported (in {to_text(ast)})")
+                if self._foreign_guards(r, extra):  # its presence would have to depend on the index
+                    raise self.err(f"optional property {name!r} read through a variable index or last()/[-1] "
+                                   f"is not supported (in {to_text(ast)})")
             return SelRef(base.index, opts)
         if isinstance(base, ListVal):
             items = []
@@ -555,6 +561,15 @@ class Grounder:
                 guards.extend(self.guards(path))
                 return Ref(path, f.node)
         raise self.err(f"{path_text(base.path)} has no property {name!r}")
+
+    def _foreign_guards(self, option: GVal, extra: list) -> list:
+        """The guards of a location under an option of a `SelRef` other than the option's own
+        existence: the index that picks the option already implies that (last() picks the last
+        item there is; a variable index must be below the length)."""
+        if not extra or not isinstance(option, Ref):
+            return extra
+        own = {_node_key(g) for g in self.guards(option.path)}
+        return [g for g in extra if _node_key(g) not in own]
 
     def _index(self, base: GVal, idx: int, guards: list, ast: dict) -> GVal:
         if isinstance(base, ListVal):
@@ -658,7 +673,7 @@ class Grounder:
             for k, r in base.options.items():
                 extra: list = []
                 opts[k] = self._index_by(r, key, extra, ast)
-                if extra:
+                if self._foreign_guards(r, extra):
                     raise self.err(f"a variable-length array inside an item chosen by a variable index "
                                    f"is not supported (in {to_text(ast)})")
             return SelRef(base.index, opts)

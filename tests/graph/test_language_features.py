@@ -360,6 +360,8 @@ BAD = [
     ("pos[5] == 1", "out of range of table 'pos'"),
     ("s < 1", "compares numbers only, or strings with strings"),
     ("xs[a][*] == 1", "[*] after a variable index is not supported"),
+    ("count(xs[*] == 0) == 1", "is a list of items, not one value"),
+    ("pos == 1", "is a table, not a value"),
 ]
 
 
@@ -390,3 +392,18 @@ def test_soft_relations_are_refused_with_a_pointer_to_the_plan() -> None:
     with pytest.raises(SpecError) as ei:
         compile_spec(doc)
     assert ei.value.pointer == "/x-factorspec/relations/0/soft" and "not supported yet" in str(ei.value)
+
+
+def test_fields_of_items_picked_by_a_variable_index_or_last() -> None:
+    """players[captain].skill and last(xs).skill on a variable-length array of objects."""
+    props = {"players": arr(obj({"skill": I(0, 2), "tag": I(0, 1)}, required=["skill"]), 1, 3), "captain": I(0, 3)}
+    items = [{"skill": s} for s in range(3)] + [{"skill": s, "tag": 1} for s in range(3)]
+    recs = records(players=lists(items, 1, 3), captain=list(range(4)))
+
+    def pick(r: dict) -> Any:
+        return r["players"][r["captain"]] if r["captain"] < len(r["players"]) else None
+
+    assert exact(spec(props, ["players[captain].skill == 2", "last(players).skill >= 1"]), recs,
+                 lambda r: pick(r) is not None and pick(r)["skill"] == 2 and r["players"][-1]["skill"] >= 1) > 0
+    with pytest.raises(RelationError, match="optional property 'tag' read through a variable index"):
+        compile_spec(spec(props, ["players[captain].tag == 1"]))
