@@ -822,3 +822,62 @@ def conj(nodes: Iterable[Node]) -> Optional[Node]:
         return None
     return ns[0] if len(ns) == 1 else And(ns)
 
+
+
+# -- added for the relation language (issue #13): one block ------------------------------------
+class AsInterval(Node):
+    """A numeric node seen through its interval: a set-valued target (from a table lookup, an
+    element `Select` or a membership) narrows it by that set's hull. Arithmetic nodes narrow by
+    intervals only, so the grounder wraps them in this where a set target can reach them."""
+
+    __slots__ = ("a", "kind")
+
+    def __init__(self, a: Node) -> None:
+        self.a, self.kind = a, a.kind
+        self.vars = a.vars
+
+    def fwd(self, D: Domains) -> Abstract:
+        return self.a.fwd(D)
+
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
+        if isinstance(target, frozenset):
+            nums = [x for x in target if isinstance(x, (int, Fraction)) and not isinstance(x, bool)]
+            if not nums:
+                return False
+            return self.a.bwd(C, (min(nums), max(nums)))
+        return self.a.bwd(C, target)
+
+    def ev(self, A: list) -> Any:
+        return self.a.ev(A)
+
+
+class Scale(Node):
+    """a * k for an exact constant k != 0 (division by a constant: a / d is a * (1/d)). Its
+    narrowing divides by k exactly (Fractions, never floats), so a fixed integer `a` and an
+    integer target meet exactly."""
+
+    __slots__ = ("a", "k")
+
+    def __init__(self, a: Node, k: Any) -> None:
+        assert k != 0
+        self.a, self.k = a, k
+        self.vars = a.vars
+
+    def fwd(self, D: Domains) -> Abstract:
+        a: Interval = self.a.fwd(D)  # type: ignore[assignment]
+        if is_undefined(a):
+            return (INF, -INF)
+        x, y = a[0] * self.k, a[1] * self.k
+        return (x, y) if x <= y else (y, x)
+
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
+        lo, hi = target
+
+        def div(t: Any) -> Any:
+            return t / self.k if isinstance(t, float) else Fraction(t) / self.k
+
+        x, y = div(lo), div(hi)
+        return self.a.bwd(C, (x, y) if self.k > 0 else (y, x))
+
+    def ev(self, A: list) -> Any:
+        return _norm(self.a.ev(A) * self.k)

@@ -14,12 +14,14 @@ from typing import Any, Optional, Union
 
 from factorspec.errors import RelationError, SpecError
 from factorspec.graph import expr as E
+from factorspec.graph.domain import dom_range
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.relations import from_json, parse, to_text
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, escape_pointer, path_text
 
 MAX_INSTANCES = 200_000
 MAX_VARS = 100_000
+DIV_LIMIT = 1024  # a divisor that is not a constant may take at most this many values
 
 
 @dataclass
@@ -127,6 +129,10 @@ class Grounder:
         self._guard_cache: dict[tuple, list[E.Node]] = {}
         self._rel: Optional[Relation] = None
         self._slots: list[E.Var] = []
+        # conditions a relation instance needs to be defined (a variable index within the array's
+        # length): conjoined with the instance inside its guards, so an instance that needs an
+        # item that does not exist is false (like an undefined value), not vacuous
+        self._reqs: list[E.Node] = []
         self._count = 0
         if isinstance(template, Obj):
             for f in template.fields:
@@ -257,7 +263,10 @@ class Grounder:
             raise self.err(f"more than {MAX_INSTANCES} relation instances: the spec is too large to ground")
         guards: list[E.Node] = []
         self._slots = []
+        self._reqs = []
         node = self.boolean(self.expr(ast, env, guards), ast)
+        node = self._with_reqs(node, self._reqs)
+        self._reqs = []
         g = E.conj(_dedupe(guards))
         if g is not None:
             node = E.implies(g, node)
@@ -278,6 +287,7 @@ class Grounder:
                 yield inner, body
 
     def _bindings(self, names: list[str], rng: Optional[dict], body: dict, env: dict) -> list[dict]:
+        """Every binding of `names` (each over its range, given the names bound before it)."""
         out: list[dict] = [{}]
         for name in names:
             if name in env or name in self.tables:
@@ -291,7 +301,7 @@ class Grounder:
             out = nxt
         return out
 
-    def _range_of(self, name: str, rng: Optional[dict], body: dict, env: dict) -> list[int]:
+    def _range_of(self, name: str, rng: Optional[dict], body: dict, env: dict) -> list[Any]:
         if rng is not None:
             if rng["op"] == "range":
                 lo = self._const_int(rng["args"][0], env)
@@ -299,20 +309,20 @@ class Grounder:
                 if hi - lo > MAX_INSTANCES:
                     raise self.err(f"range {lo}..{hi} of {name!r} is too large (more than {MAX_INSTANCES} values)")
                 return list(range(lo, hi))
-            ref = self.expr(rng["args"][0], env, [])
+            ref = self._quiet_expr(rng["args"][0], env)
+            if isinstance(ref, TableRef):
+                return self._table_members(ref, name)
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
-                raise self.err(f"'in' range of {name!r} must be an array path or a..b")
+                raise self.err(f"'in' range of {name!r} must be an array path (its indices), a table "
+                               f"(its values, or an object table's keys) or a..b, not "
+                               f"{to_text(rng['args'][0])}")
             return list(range(self._check_max_items(ref.path, ref.node)))
         # infer: every array index that mentions `name` must be in bounds
         allowed: Optional[set[int]] = None
         for base, idx in _index_sites(body, name):
-            try:
-                ref = self.expr(base, env, [])
-            except RelationError:
-                continue  # base mentions inner variables: not usable for inference here
-            if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
+            n = self._site_size(base, env)
+            if n is None:
                 continue
-            n = self._check_max_items(ref.path, ref.node)
             ok: set[int] = set()
             usable = True
             for i in range(-n - 4, n + 4):
@@ -330,6 +340,60 @@ class Grounder:
             raise self.err(f"cannot infer the range of {name!r}: index an array with it or write "
                            f"'forall {name} in a..b: ...'")
         return sorted(allowed)
+
+    def _quiet_expr(self, ast: dict, env: dict) -> GVal:
+        """`expr` for a look at a location (range inference): no guards, requirements or slots
+        leak into the relation instance being grounded."""
+        reqs, slots = self._reqs, self._slots
+        self._reqs, self._slots = [], list(slots)
+        try:
+            return self.expr(ast, env, [])
+        finally:
+            self._reqs, self._slots = reqs, slots
+
+    def _site_size(self, base: dict, env: dict) -> Optional[int]:
+        """The number of items of what `base` names (an array, or a positional table), for range
+        inference; None when it names neither. A base that mentions variables bound further in
+        (`grid[r]` while inferring c in `grid[r][c]`) is read from the schema: every item of an
+        array has the same schema, so the same maxItems."""
+        try:
+            ref: Any = self._quiet_expr(base, env)
+        except RelationError:
+            ref = self._shape(base, env)
+        if isinstance(ref, TableRef):
+            return len(ref.data) if isinstance(ref.data, list) else None
+        if isinstance(ref, Ref):
+            ref = ref.node
+        if isinstance(ref, Arr):
+            return self._check_max_items((), ref) if ref.max_items is not None else None
+        return None
+
+    def _shape(self, ast: dict, env: dict) -> Optional[LayoutNode]:
+        """The schema node a path names, with every index read as 'some item'."""
+        if "name" in ast and "op" not in ast:
+            nm = ast["name"]
+            if isinstance(self.template, Obj) and nm not in env and nm not in self.tables:
+                for f in self.template.fields:
+                    if f.key == nm:
+                        return f.node
+            return None
+        op = ast.get("op")
+        if op in ("attr", "index"):
+            base = self._shape(ast["args"][0], env)
+            if op == "attr" and isinstance(base, Obj):
+                return next((f.node for f in base.fields if f.key == ast["attr"]), None)
+            if op == "index" and isinstance(base, Arr):
+                return base.item
+        return None
+
+    def _table_members(self, t: TableRef, name: str) -> list[Any]:
+        """What `name in TABLE` ranges over: an object table's keys, a list table's values."""
+        if isinstance(t.data, dict):
+            return list(t.data)
+        if any(len(r) != 1 for r in t.data):
+            raise self.err(f"{name!r} cannot range over table {t.name!r}: its rows have several columns "
+                           f"(write 'forall k in 0..{len(t.data)}: ... {t.name}[k][0] ...' to take rows by position)")
+        return [r[0] for r in t.data]
 
     def _const_int(self, ast: dict, env: dict) -> int:
         v = self.expr(ast, env, [])
@@ -357,6 +421,12 @@ class Grounder:
             return E.VarRef(var)
         if isinstance(v, SelRef):
             return E.Select(v.index, {k: self.value(r, ast) for k, r in v.options.items()})
+        if isinstance(v, ListVal) and ast.get("op") not in ("tuple", "list"):
+            raise self.err(f"{to_text(ast)} is a list of items, not one value: aggregate it (sum, count, min, max, "
+                           f"all_different, len(set(...))) or write a generator, e.g. count(x[i] == 0 for i)")
+        if isinstance(v, TableRef):
+            raise self.err(f"{to_text(ast)} is a table, not a value: look a value up in it ({v.name}[key]) "
+                           f"or test membership (x in {v.name})")
         raise self.err(f"{to_text(ast)} is not a value")
 
     def boolean(self, v: GVal, ast: dict) -> E.Node:
@@ -396,13 +466,17 @@ class Grounder:
             return self._attr(base, ast["attr"], guards, ast)
         if op == "index":
             base = self.expr(args[0], env, guards)
-            if isinstance(base, TableRef):
-                return self._lookup(base, self.value(self.expr(args[1], env, guards), args[1]), ast)
-            idx = self._const_int(args[1], env)
-            return self._index(base, idx, guards, ast)
+            key = self.value(self.expr(args[1], env, guards), args[1])
+            return self._index_by(base, key, guards, ast)
         if op == "star":
             base = self.expr(args[0], env, guards)
             return self._star(base, ast)
+        if op == "/":
+            a = self.numeric(self.expr(args[0], env, guards), args[0])
+            b = self.numeric(self.expr(args[1], env, guards), args[1])
+            return self._divide(a, b, ast)
+        if op == "if":
+            return self._conditional(ast, env, guards)
         if op in ("+", "-", "*", "//", "%"):
             a = self.numeric(self.expr(args[0], env, guards), args[0])
             b = self.numeric(self.expr(args[1], env, guards), args[1])
@@ -416,8 +490,12 @@ class Grounder:
             a = self.value(self.expr(args[0], env, guards), args[0])
             b = self.value(self.expr(args[1], env, guards), args[1])
             kinds = {a.kind, b.kind}
+            if op in ("==", "!="):
+                self._check_null(a, b, args, ast)
+            if op not in ("==", "!=") and kinds == {"sym"}:
+                return _fold(E.Cmp(op, *self._string_ranks(a, b, ast)))
             if op not in ("==", "!=") and not kinds <= {"num"}:
-                raise self.err(f"'{op}' compares numbers only (in {to_text(ast)})")
+                raise self.err(f"'{op}' compares numbers only, or strings with strings (in {to_text(ast)})")
             if len(kinds) > 1 and not (isinstance(a, E.Const) or isinstance(b, E.Const)) and kinds != {"num", "bool"}:
                 raise self.err(f"comparing a {a.kind} with a {b.kind} (in {to_text(ast)})")
             return _fold(E.Cmp(op, a, b))
@@ -436,7 +514,12 @@ class Grounder:
             parts = []
             for bnd in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
                 g: list = []
-                body = self.boolean(self.expr(ast["body"], {**env, **bnd}, g), ast["body"])
+                outer_reqs, self._reqs = self._reqs, []
+                try:
+                    body = self.boolean(self.expr(ast["body"], {**env, **bnd}, g), ast["body"])
+                    body = self._with_reqs(body, self._reqs)
+                finally:
+                    self._reqs = outer_reqs
                 gc = E.conj(_dedupe(g))
                 if op == "forall":
                     parts.append(body if gc is None else E.implies(gc, body))
@@ -459,9 +542,9 @@ class Grounder:
             for k, r in base.options.items():
                 extra: list = []
                 opts[k] = self._attr(r, name, extra, ast)
-                if extra:  # the option's own presence would have to depend on the index
-                    raise self.err(f"optional property {name!r} read through last()/[-1] of a "
-                                   f"variable-length array is not supported (in {to_text(ast)})")
+                if self._foreign_guards(r, extra):  # its presence would have to depend on the index
+                    raise self.err(f"optional property {name!r} read through a variable index or last()/[-1] "
+                                   f"is not supported (in {to_text(ast)})")
             return SelRef(base.index, opts)
         if isinstance(base, ListVal):
             items = []
@@ -478,6 +561,15 @@ class Grounder:
                 guards.extend(self.guards(path))
                 return Ref(path, f.node)
         raise self.err(f"{path_text(base.path)} has no property {name!r}")
+
+    def _foreign_guards(self, option: GVal, extra: list) -> list:
+        """The guards of a location under an option of a `SelRef` other than the option's own
+        existence: the index that picks the option already implies that (last() picks the last
+        item there is; a variable index must be below the length)."""
+        if not extra or not isinstance(option, Ref):
+            return extra
+        own = {_node_key(g) for g in self.guards(option.path)}
+        return [g for g in extra if _node_key(g) not in own]
 
     def _index(self, base: GVal, idx: int, guards: list, ast: dict) -> GVal:
         if isinstance(base, ListVal):
@@ -510,8 +602,20 @@ class Grounder:
         return Ref(path, a.item)
 
     def _star(self, base: GVal, ast: dict) -> ListVal:
+        if isinstance(base, ListVal):  # nested stars: tables[*].guests[*] is every guest of every table
+            items: list[tuple[Optional[E.Node], Any]] = []
+            for g, r in base.items:
+                for g2, r2 in self._star(r, ast).items:
+                    items.append((E.conj([x for x in (g, g2) if x is not None]), r2))
+            return ListVal(items)
+        if isinstance(base, SelRef):
+            raise self.err(f"[*] after a variable index is not supported (in {to_text(ast)}); "
+                           f"range over the items with a generator instead")
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
-            raise self.err(f"[*] applied to something that is not an array (in {to_text(ast)})")
+            what = path_text(base.path) if isinstance(base, Ref) else to_text(ast["args"][0])
+            kind = {Obj: "an object", Scalar: "a single value"}.get(type(base.node), "not an array") \
+                if isinstance(base, Ref) else "not an array"
+            raise self.err(f"[*] applied to {what}, which is {kind}, not an array (in {to_text(ast)})")
         a = base.node
         max_items = self._check_max_items(base.path, a)
         items = []
@@ -522,14 +626,165 @@ class Grounder:
 
     def _lookup(self, t: TableRef, key: E.Node, ast: dict) -> E.Node:
         if not isinstance(t.data, dict):
-            raise self.err(f"table {t.name!r} is not a lookup table (an object), so [key] does not apply")
+            return self._table_position(t, key, ast)
         vals = list(t.data.values())
         kind = "num" if all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in vals) else "sym"
         if isinstance(key, E.Const):
             if key.v not in t.data:
                 raise self.err(f"key {key.v!r} is not in table {t.name!r}")
             return E.Const(t.data[key.v])
-        return E.Lookup(t.data, key, kind)
+        return E.Lookup(t.data, _set_safe(key), kind)
+
+    def _table_position(self, t: TableRef, key: E.Node, ast: dict) -> Any:
+        """t[k] on a list table: the k-th value (a table of scalars) or the k-th row (a table of
+        rows, itself a positional table: dist[a][b]). A variable k outside 0..len-1 has no value."""
+        rows = t.data
+        if key.kind != "num":
+            raise self.err(f"table {t.name!r} is a list, so it is indexed by position (a number), "
+                           f"not by a {key.kind} (in {to_text(ast)})")
+        wide = any(len(r) != 1 for r in rows)
+
+        def item(k: int) -> Any:
+            if wide:
+                return TableRef(f"{t.name}[{k}]", [(x,) for x in rows[k]])
+            return E.Const(rows[k][0])
+
+        if isinstance(key, E.Const):
+            k = key.v
+            if isinstance(k, Fraction) and k.denominator == 1:
+                k = int(k)
+            if not isinstance(k, int):
+                raise self.err(f"position {k} in table {t.name!r} is not an integer (in {to_text(ast)})")
+            if not -len(rows) <= k < len(rows):
+                raise self.err(f"position {k} is out of range of table {t.name!r} ({len(rows)} entries)")
+            return item(k % len(rows))
+        if wide:
+            return SelRef(_set_safe(key), {k: item(k) for k in range(len(rows))})
+        vals = [r[0] for r in rows]
+        kind = "num" if all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in vals) else "sym"
+        return E.Lookup(dict(enumerate(vals)), _set_safe(key), kind)
+
+    def _index_by(self, base: GVal, key: E.Node, guards: list, ast: dict) -> GVal:
+        """base[key]: a path step (constant key), an element (variable key) or a table lookup."""
+        if isinstance(base, TableRef):
+            return self._lookup(base, key, ast)
+        if isinstance(base, SelRef):  # an index into an item that a variable index chose
+            opts = {}
+            for k, r in base.options.items():
+                extra: list = []
+                opts[k] = self._index_by(r, key, extra, ast)
+                if self._foreign_guards(r, extra):
+                    raise self.err(f"a variable-length array inside an item chosen by a variable index "
+                                   f"is not supported (in {to_text(ast)})")
+            return SelRef(base.index, opts)
+        if not key.vars:
+            k = key.v if isinstance(key, E.Const) else key.ev([])
+            if isinstance(k, Fraction) and k.denominator == 1:
+                k = int(k)
+            if not isinstance(k, int) or isinstance(k, bool) or key.kind == "bool":
+                raise self.err(f"{to_text(ast['args'][1])} must be an integer index (in {to_text(ast)})")
+            return self._index(base, k, guards, ast)
+        if isinstance(base, ListVal):
+            if any(g is not None for g, _ in base.items) or not base.items:
+                raise self.err(f"a variable index into a list of items that may not exist is not "
+                               f"supported (in {to_text(ast)})")
+            return SelRef(_set_safe(key), {k: x for k, (_g, x) in enumerate(base.items)})
+        if not isinstance(base, Ref) or not isinstance(base.node, Arr):
+            raise self.err(f"indexing something that is not an array (in {to_text(ast)})")
+        if key.kind != "num":
+            raise self.err(f"an array index must be a number; {to_text(ast['args'][1])} is a "
+                           f"{'condition' if key.kind == 'bool' else 'string'} (in {to_text(ast)})")
+        n = self._check_max_items(base.path, base.node)
+        lv = self.len_var(base)
+        if lv is not None:  # the chosen item must exist
+            self._reqs.append(E.Cmp("<", key, E.VarRef(lv)))
+        return SelRef(_set_safe(key), {k: Ref(base.path + (k,), base.node.item) for k in range(n)})
+
+    def _divide(self, a: E.Node, b: E.Node, ast: dict) -> E.Node:
+        """Exact division a / b (rationals). By a constant it is a product; by a field or a
+        length it is an element over b's possible values (b == 0 has no value: the instance is
+        false)."""
+        if not b.vars:
+            d = b.ev([])
+            if not isinstance(d, (int, Fraction)):
+                raise self.err(f"{to_text(ast['args'][1])} has no value to divide by (in {to_text(ast)})")
+            if d == 0:
+                raise self.err(f"division by zero (in {to_text(ast)})")
+            return _fold(E.Scale(a, _norm_num(Fraction(1) / Fraction(d))))
+        vals = _finite_values(b, all_vars=self.vars)
+        if vals is None:
+            raise self.err(f"dividing by {to_text(ast['args'][1])} is not supported: divide by a constant, a "
+                           f"field, a length, or an expression of at most {DIV_LIMIT} integer values "
+                           f"(in {to_text(ast)})")
+        opts: dict[Any, E.Node] = {}
+        for v in vals:
+            if v != 0:
+                opts[v] = _set_safe(_fold(E.Scale(a, _norm_num(Fraction(1) / Fraction(v)))))
+        if not opts:
+            raise self.err(f"division by zero: {to_text(ast['args'][1])} can only be 0 (in {to_text(ast)})")
+        return E.Select(_set_safe(b), opts)
+
+    def _conditional(self, ast: dict, env: dict, guards: list) -> E.Node:
+        """`A if C else B`: the items that a branch mentions need to exist only when it is taken."""
+        cond_ast, a_ast, b_ast = ast["args"]
+        c = self.boolean(self.expr(cond_ast, env, guards), cond_ast)
+        branches = []
+        for x in (a_ast, b_ast):
+            g: list = []
+            outer_reqs, self._reqs = self._reqs, []
+            try:
+                n = self.value(self.expr(x, env, g), x)
+                branches.append((n, E.conj(_dedupe(g)), E.conj(self._reqs)))
+            finally:
+                self._reqs = outer_reqs
+        (a, ga, ra), (b, gb, rb) = branches
+        ka, kb = a.kind, b.kind
+        if ka != kb and {ka, kb} != {"num", "bool"} and not (isinstance(a, E.Const) and a.v is None) \
+                and not (isinstance(b, E.Const) and b.v is None):
+            raise self.err(f"the two values of '... if ... else ...' differ in kind ({ka} and {kb}) "
+                           f"(in {to_text(ast)}); a comparison inside a branch needs parentheses")
+        if ga is not None or gb is not None:
+            guards.append(_fold(E.If(c, ga or E.Const(True), gb or E.Const(True))))
+        if ra is not None:
+            self._reqs.append(E.implies(c, ra))
+        if rb is not None:
+            self._reqs.append(E.implies(E.Not(c), rb))
+        if isinstance(c, E.Const):
+            return a if c.v else b
+        return E.If(c, a, b)
+
+    def _check_null(self, a: E.Node, b: E.Node, args: list, ast: dict) -> None:
+        """`field == null` on a field that can never be null is a mistake for has(field)."""
+        for x, y, y_ast in ((a, b, args[1]), (b, a, args[0])):
+            if isinstance(x, E.Const) and x.v is None and isinstance(y, E.VarRef):
+                v = y.var
+                if v.values is None or None not in v.values:
+                    raise self.err(f"{v.name} can never be null (its schema allows no null), so "
+                                   f"'{to_text(ast)}' does not test whether it is present: a relation on an "
+                                   f"absent field holds vacuously; write has({to_text(y_ast)}) instead")
+
+    def _string_ranks(self, a: E.Node, b: E.Node, ast: dict) -> tuple[E.Node, E.Node]:
+        """Strings in order (lexicographic by code point): each side becomes its rank among every
+        string either side can take; a value that is not a string has no rank (instance false)."""
+        va, vb = _finite_values(a, sym=True), _finite_values(b, sym=True)
+        if va is None or vb is None:
+            raise self.err(f"'<' on strings needs enum fields, table values or constants (in {to_text(ast)})")
+        strs = sorted({x for x in va + vb if isinstance(x, str)})
+        rank = {x: i for i, x in enumerate(strs)}
+
+        def ranked(n: E.Node) -> E.Node:
+            if isinstance(n, E.Const):
+                if n.v not in rank:
+                    raise self.err(f"{n.v!r} is not a string, so it has no order (in {to_text(ast)})")
+                return E.Const(rank[n.v])
+            return E.Lookup(rank, n, "num")
+
+        return ranked(a), ranked(b)
+
+    def _with_reqs(self, node: E.Node, reqs: list[E.Node]) -> E.Node:
+        if not reqs:
+            return node
+        return _fold(E.And(list(reqs) + [node]))
 
     def _in(self, item_ast: dict, cont_ast: dict, env: dict, guards: list, ast: dict) -> E.Node:
         item = self.expr(item_ast, env, guards)
@@ -555,26 +810,59 @@ class Grounder:
             raise self.err(f"{len(elems)} values tested against a table of {len(rows[0])} columns (in {to_text(ast)})")
         return _fold(E.Member(elems, list(rows)))
 
-    def _items(self, arg: dict, env: dict, guards: list) -> list[tuple[Optional[E.Node], E.Node]]:
-        """The guarded items an aggregate ranges over."""
+    def _items(self, arg: dict, env: dict, guards: list, tuples: bool = False) -> list[tuple[Optional[E.Node], Any]]:
+        """The guarded items an aggregate ranges over (with `tuples`, an item may be a tuple of
+        values, for all_different and set)."""
         if arg.get("op") == "gen":
             out = []
-            var = arg["var"]
-            for b in self._bindings([var], arg.get("range"), arg["args"][0], env):
+            names = arg.get("vars") or [arg["var"]]
+            elem = arg["args"][0]
+            scope = {"op": "tuple", "args": [elem] + ([arg["cond"]] if arg.get("cond") is not None else [])}
+            for b in self._bindings(names, arg.get("range"), scope, env):
                 e2 = {**env, **b}
                 g: list = []
-                val = self.value(self.expr(arg["args"][0], e2, g), arg["args"][0])
-                if arg.get("cond") is not None:
-                    g.append(self.boolean(self.expr(arg["cond"], e2, g), arg["cond"]))
-                out.append((E.conj(_dedupe(g)), val))
+                outer_reqs, self._reqs = self._reqs, []
+                try:
+                    val = self._item_value(elem, e2, g, tuples)
+                    if arg.get("cond") is not None:
+                        g.append(self.boolean(self.expr(arg["cond"], e2, g), arg["cond"]))
+                    reqs = self._reqs
+                finally:
+                    self._reqs = outer_reqs
+                gc = E.conj(_dedupe(g))
+                if reqs:  # an item that is counted must be defined
+                    r = E.conj(reqs)
+                    assert r is not None
+                    self._reqs.append(r if gc is None else E.implies(gc, r))
+                out.append((gc, val))
             return out
+        if tuples and arg.get("op") == "tuple":
+            return [(None, self._item_value(arg, env, guards, True))]
         v = self.expr(arg, env, guards)
         if isinstance(v, ListVal):
             return [(g, self.value(x, arg)) for g, x in v.items]
         return [(None, self.value(v, arg))]
 
+    def _item_value(self, ast: dict, env: dict, guards: list, tuples: bool) -> Any:
+        if ast.get("op") == "tuple":
+            if not tuples:
+                raise self.err(f"a tuple {to_text(ast)} is not a number; tuples may be items of "
+                               f"all_different(...) and set(...) only")
+            return tuple(self.value(self.expr(x, env, guards), x) for x in ast["args"])
+        return self.value(self.expr(ast, env, guards), ast)
+
     def _call(self, ast: dict, env: dict, guards: list) -> GVal:
         func, args = ast["func"], ast["args"]
+        if func in ("has", "present"):
+            return self._has(ast, env)
+        if func == "set":
+            raise self.err(f"set(...) may only be counted, as len(set(...)) (in {to_text(ast)})")
+        if func == "len" and len(args) == 1 and args[0].get("op") == "call" and args[0].get("func") == "set":
+            items: list[tuple[Optional[E.Node], Any]] = []
+            for a in args[0]["args"]:
+                items += self._items(a, env, guards, tuples=True)
+            _check_tuples(items, self.err, args[0])
+            return _fold(_distinct_count(items))
         if func in ("len", "first", "last"):
             if len(args) != 1:
                 raise self.err(f"{func}() takes one array")
@@ -596,10 +884,12 @@ class Grounder:
             if q.vars or q.ev([]) <= 0:
                 raise self.err("round(x, q) needs a positive constant q")
             return _fold(E.Unary("round", x, q.ev([])))
-        items: list[tuple[Optional[E.Node], E.Node]] = []
+        items = []
         for a in args:
-            items += self._items(a, env, guards)
+            items += self._items(a, env, guards, tuples=func == "all_different")
         if func == "all_different":
+            if any(isinstance(n, tuple) for _g, n in items):
+                return _fold(_distinct_tuples(items, self.err, ast))
             return _fold(AllDiff(items))
         if func == "count":
             terms: list[E.Node] = []
@@ -617,6 +907,136 @@ class Grounder:
         if not items:
             raise self.err(f"{func}() of nothing")
         return _fold(E.MinMax(func == "max", items))
+
+    def _has(self, ast: dict, env: dict) -> E.Node:
+        """has(path): whether the field or item exists in the record (optional properties,
+        items of variable-length arrays); a required field of an existing object is always there."""
+        args = ast["args"]
+        if len(args) != 1:
+            raise self.err(f"{ast['func']}() takes one path (in {to_text(ast)})")
+        local: list = []
+        outer_reqs, self._reqs = self._reqs, []
+        try:
+            ref = self.expr(args[0], env, local)
+            reqs = self._reqs
+        finally:
+            self._reqs = outer_reqs
+        if not isinstance(ref, Ref) or reqs:
+            raise self.err(f"{ast['func']}() needs the path of a field or an item with constant indices, "
+                           f"e.g. has(discount) or has(items[3]); got {to_text(args[0])}")
+        g = E.conj(_dedupe(local))
+        return E.Const(True) if g is None else g
+
+
+def _norm_num(v: Fraction) -> Any:
+    return int(v) if v.denominator == 1 else v
+
+
+def _set_safe(n: E.Node) -> E.Node:
+    """Nodes that narrow by a set of values as is; arithmetic seen through its interval."""
+    if isinstance(n, (E.VarRef, E.Const, E.Lookup, E.Select, E.AsInterval)) or n.kind != "num":
+        return n
+    return E.AsInterval(n)
+
+
+def _finite_values(n: E.Node, sym: bool = False, all_vars: Optional[list[E.Var]] = None) -> Optional[list]:
+    """Every value `n` can take (a superset for arithmetic), when that is a short list, else None."""
+    if isinstance(n, E.AsInterval):
+        return _finite_values(n.a, sym)
+    if isinstance(n, E.Const):
+        return [n.v]
+    if isinstance(n, E.VarRef):
+        v = n.var
+        if v.values is not None:
+            return list(dict.fromkeys(v.value(k) for k in range(len(v.values))))
+        if v.hi - v.lo >= DIV_LIMIT:
+            return None
+        return [v.value(k) for k in range(v.lo, v.hi + 1)]
+    if isinstance(n, E.Lookup):
+        return list(dict.fromkeys(n.table.values()))
+    if isinstance(n, E.Select):
+        out: list = []
+        for o in n.options.values():
+            vs = _finite_values(o, sym)
+            if vs is None:
+                return None
+            out += vs
+        return list(dict.fromkeys(out))
+    if isinstance(n, E.If):
+        xa, xb = _finite_values(n.a, sym), _finite_values(n.b, sym)
+        return None if xa is None or xb is None else list(dict.fromkeys(xa + xb))
+    if sym or n.kind != "num" or all_vars is None or not _integer_valued(n):
+        return None
+    # integer arithmetic over small domains (a length plus one, a sum of counts): its interval
+    lo, hi = n.fwd([dom_range(v.lo, v.hi) for v in all_vars])
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo >= DIV_LIMIT:
+        return None
+    return list(range(int(lo), int(hi) + 1))
+
+
+def _integer_valued(n: E.Node) -> bool:
+    """Whether every value of `n` is an integer (so an interval of it lists its values)."""
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int) or (isinstance(x, Fraction) and x.denominator == 1)
+    if isinstance(n, E.Const):
+        return is_int(n.v)
+    if isinstance(n, E.VarRef):
+        v = n.var
+        return all(is_int(x) for x in v.values) if v.values is not None else is_int(v.step)
+    if isinstance(n, E.Arith):
+        return n.op in ("+", "-", "*", "//") and _integer_valued(n.a) and _integer_valued(n.b)
+    if isinstance(n, E.Unary):
+        return n.op in ("neg", "abs") and _integer_valued(n.a)
+    if isinstance(n, E.If):
+        return _integer_valued(n.a) and _integer_valued(n.b)
+    if isinstance(n, E.AsInterval):
+        return _integer_valued(n.a)
+    if isinstance(n, E.Scale):
+        return isinstance(n.k, int) and _integer_valued(n.a)
+    if isinstance(n, E.Lookup):
+        return all(is_int(x) for x in n.table.values())
+    if isinstance(n, E.Select):
+        return all(_integer_valued(o) for o in n.options.values())
+    return False
+
+
+def _same(x: Any, y: Any) -> E.Node:
+    """x == y for item values (nodes, or tuples of nodes compared component by component)."""
+    if isinstance(x, tuple):
+        return E.And([E.Cmp("==", p, q) for p, q in zip(x, y)])
+    return E.Cmp("==", x, y)
+
+
+def _check_tuples(items: list, err: Any, ast: dict) -> None:
+    widths = {len(n) if isinstance(n, tuple) else 0 for _g, n in items}
+    if len(widths) > 1:
+        raise err(f"items of {ast['func']}() must all be single values or all tuples of one length "
+                  f"(in {to_text(ast)})")
+
+
+def _distinct_tuples(items: list, err: Any, ast: dict) -> E.Node:
+    """all_different over tuples: every two present items differ in some component."""
+    _check_tuples(items, err, ast)
+    parts: list[E.Node] = []
+    for i, (gi, xi) in enumerate(items):
+        for gj, xj in items[:i]:
+            ne = E.Not(_same(xi, xj))
+            g = E.conj([x for x in (gi, gj) if x is not None])
+            parts.append(ne if g is None else E.implies(g, ne))
+    return E.And(parts) if parts else E.Const(True)
+
+
+def _distinct_count(items: list) -> E.Node:
+    """len(set(...)): the present items whose value no earlier present item has."""
+    terms: list[E.Node] = []
+    for i, (gi, xi) in enumerate(items):
+        conds: list[E.Node] = [] if gi is None else [gi]
+        for gj, xj in items[:i]:
+            same = _same(xj, xi)
+            conds.append(E.Not(same if gj is None else E.And([gj, same])))
+        c = E.conj(conds)
+        terms.append(E.Const(1) if c is None else E.If(c, E.Const(1), E.Const(0)))
+    return _sum(terms)
 
 
 def _sum(terms: list[E.Node]) -> E.Node:
@@ -665,7 +1085,7 @@ def _index_sites(ast: Any, name: str):
         yield ast["args"][0], ast["args"][1]
     if ast.get("op") in ("forall", "exists") and name in ast.get("vars", []):
         return
-    if ast.get("op") == "gen" and ast.get("var") == name:
+    if ast.get("op") == "gen" and (ast.get("var") == name or name in (ast.get("vars") or [])):
         return
     for key in ("args",):
         for a in ast.get(key, []) or []:
@@ -723,6 +1143,9 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
             extra = set(r) - {"name", "expr", "message"}
             if extra:
                 key = sorted(extra)[0]
+                if key in ("soft", "weight"):
+                    raise SpecError(f"{ptr}/{key}", "soft relations are not supported yet (every relation must "
+                                                    "hold; see 'Soft relations' in docs/spec.md)")
                 raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
             given = r.get("name", f"relation[{i}]")
             if not isinstance(given, str) or not given:

@@ -16,18 +16,19 @@ from factorspec.errors import RelationError
 Ast = dict[str, Any]
 
 CMP_OPS = ("==", "!=", "<=", ">=", "<", ">")
-FUNCS = ("sum", "count", "min", "max", "all_different", "len", "first", "last", "abs", "round")
+FUNCS = ("sum", "count", "min", "max", "all_different", "len", "first", "last", "abs", "round",
+         "has", "present", "set")
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:
       (?P<num>\d+\.\d+|\d+)
     | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-    | (?P<op>\.\.|==|!=|<=|>=|=>|//|\[\*\]|[-+*%<>()\[\],.:])
+    | (?P<op>\.\.|==|!=|<=|>=|=>|//|\[\*\]|[-+*/%<>()\[\],.:])
     | (?P<name>[A-Za-z_$][A-Za-z0-9_$]*)
     )""",
     re.VERBOSE,
 )
-KEYWORDS = {"forall", "exists", "and", "or", "not", "implies", "in", "for", "if", "true", "false", "null"}
+KEYWORDS = {"forall", "exists", "and", "or", "not", "implies", "in", "for", "if", "else", "true", "false", "null"}
 
 
 def _lex(text: str) -> list[tuple[str, Any]]:
@@ -96,7 +97,17 @@ class _Parser:
                 rng = self.range_()
             self.take("op", ":")
             return {"op": kind, "vars": names, "range": rng, "body": self.expr()}
-        return self.implies()
+        return self.conditional()
+
+    def conditional(self) -> Ast:
+        """`A if C else B` (Python's form and precedence: below `implies`)."""
+        then = self.implies()
+        if self.at("kw", "if"):
+            self.take("kw", "if")
+            cond = self.implies()
+            self.take("kw", "else")
+            return {"op": "if", "args": [cond, then, self.conditional()]}
+        return then
 
     def range_(self) -> Ast:
         lo = self.arith()
@@ -173,7 +184,7 @@ class _Parser:
 
     def term(self) -> Ast:
         left = self.unary()
-        while self.at("op", "*") or self.at("op", "//") or self.at("op", "%"):
+        while self.at("op", "*") or self.at("op", "//") or self.at("op", "%") or self.at("op", "/"):
             op = self.take("op")
             left = {"op": op, "args": [left, self.unary()]}
         return left
@@ -241,7 +252,12 @@ class _Parser:
             arg = self.expr()
             if self.at("kw", "for"):
                 self.take("kw", "for")
-                var = self.take("name")
+                names = [self.take("name")]
+                while self.at("op", ",") and self.at("name", None, 1) and \
+                        (self.at("kw", "in", 2) or self.at("kw", "if", 2) or self.at("op", ")", 2)
+                         or self.at("op", ",", 2)):
+                    self.take("op", ",")
+                    names.append(self.take("name"))
                 rng = None
                 if self.at("kw", "in"):
                     self.take("kw", "in")
@@ -250,7 +266,11 @@ class _Parser:
                 if self.at("kw", "if"):
                     self.take("kw", "if")
                     cond = self.or_()
-                arg = {"op": "gen", "args": [arg], "var": var, "range": rng, "cond": cond}
+                arg = {"op": "gen", "args": [arg], "range": rng, "cond": cond}
+                if len(names) == 1:
+                    arg["var"] = names[0]
+                else:
+                    arg["vars"] = names
             args.append(arg)
             if not self.at("op", ")"):
                 self.take("op", ",")
@@ -290,11 +310,12 @@ def to_json(ast: Ast) -> Ast:
     return out
 
 
-_ALLOWED_KEYS = {"const", "name", "op", "args", "vars", "range", "body", "var", "cond", "func", "attr"}
+_ALLOWED_KEYS = {"const", "name", "op", "args", "vars", "range", "body", "var", "cond", "func", "attr", "path"}
 # number of args of each op the parser produces: (min, max); None = any number
 _ARITY: dict[str, tuple[int, Any]] = {
     **dict.fromkeys(CMP_OPS, (2, 2)),
-    **dict.fromkeys(("+", "-", "*", "//", "%", "in", "index", "range", "implies"), (2, 2)),
+    **dict.fromkeys(("+", "-", "*", "/", "//", "%", "in", "index", "range", "implies"), (2, 2)),
+    "if": (3, 3),
     **dict.fromkeys(("not", "neg", "star", "attr", "indices", "gen"), (1, 1)),
     "and": (1, None), "or": (1, None), "tuple": (1, None), "list": (0, None), "call": (0, None),
     "forall": (0, 0), "exists": (0, 0),
@@ -308,6 +329,8 @@ def from_json(obj: Any, name: str = "relation") -> Ast:
     extra = set(obj) - _ALLOWED_KEYS
     if extra:
         raise RelationError(name, f"unknown AST keys {sorted(extra)}")
+    if "path" in obj or ("var" in obj and "op" not in obj):
+        return _short_form(obj, name)
     if "const" in obj:
         v = obj["const"]
         if isinstance(v, dict) and set(v) == {"decimal"}:
@@ -349,9 +372,18 @@ def from_json(obj: Any, name: str = "relation") -> Ast:
         raise RelationError(name, f"{op!r} takes {lo if lo == hi else f'{lo} or more'} argument(s), got {n}")
     if op == "call" and out.get("func") not in FUNCS:
         raise RelationError(name, f"unknown function {out.get('func')!r} (known: {', '.join(FUNCS)})")
-    for key, ops in (("attr", ("attr",)), ("var", ("gen",))):
-        if op in ops and not isinstance(out.get(key), str):
-            raise RelationError(name, f"{op!r} needs {key!r}, a name")
+    if op == "attr" and not isinstance(out.get("attr"), str):
+        raise RelationError(name, "'attr' needs 'attr', a name")
+    if op == "gen":
+        gv = out.get("vars", [out.get("var")] if "var" in out else None)
+        if not isinstance(gv, list) or not gv or not all(isinstance(v, str) for v in gv):
+            raise RelationError(name, "'gen' needs 'var', a name (or 'vars', a list of names)")
+        out.pop("var", None)
+        out.pop("vars", None)
+        if len(gv) == 1:
+            out["var"] = gv[0]
+        else:
+            out["vars"] = gv
     if out.get("range") is not None and out["range"].get("op") not in ("range", "indices"):
         raise RelationError(name, "a 'range' must be a range (a..b) or an array path")
     if op in ("forall", "exists"):
@@ -361,6 +393,35 @@ def from_json(obj: Any, name: str = "relation") -> Ast:
             raise RelationError(name, f"{op} needs a 'body'")
         out.setdefault("range", None)
     return out
+
+
+def _short_form(obj: dict, name: str) -> Ast:
+    """The documented short forms: {"var": "i"} and {"path": [segment, ...]} (a segment is a
+    property name, a constant index, "*" for every item, or an AST for a computed index)."""
+    if "path" not in obj:
+        if set(obj) != {"var"} or not isinstance(obj["var"], str) or not obj["var"]:
+            raise RelationError(name, f"a variable node is {{\"var\": NAME}}, got {json.dumps(obj)[:60]}")
+        return {"name": obj["var"]}
+    if set(obj) != {"path"}:
+        raise RelationError(name, f"a path node has only the key 'path', got keys {sorted(obj)}")
+    segs = obj["path"]
+    if not isinstance(segs, list) or not segs or not isinstance(segs[0], str) or segs[0] == "*":
+        raise RelationError(name, "'path' must be a list starting with a property name, e.g. "
+                                  "[\"itinerary\", {\"var\": \"i\"}, \"city\"]")
+    node: Ast = {"name": segs[0]}
+    for seg in segs[1:]:
+        if seg == "*":
+            node = {"op": "star", "args": [node]}
+        elif isinstance(seg, str):
+            node = {"op": "attr", "args": [node], "attr": seg}
+        elif isinstance(seg, int) and not isinstance(seg, bool):
+            node = {"op": "index", "args": [node, {"const": seg}]}
+        elif isinstance(seg, dict):
+            node = {"op": "index", "args": [node, from_json(seg, name)]}
+        else:
+            raise RelationError(name, f"path segment {seg!r} is not a property name, an integer index, "
+                                      "\"*\" or an index expression")
+    return node
 
 
 def format_decimal(v: Fraction | int) -> str:
@@ -393,7 +454,8 @@ def format_decimal(v: Fraction | int) -> str:
     return sign + intpart + ("." + frac if frac else "")
 
 
-_PREC = {"implies": 1, "or": 2, "and": 3, "not": 4, "cmp": 5, "+": 6, "-": 6, "*": 7, "//": 7, "%": 7, "neg": 8}
+_PREC = {"if": 0, "implies": 1, "or": 2, "and": 3, "not": 4, "cmp": 5, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7,
+         "neg": 8}
 
 
 def to_text(ast: Ast) -> str:
@@ -440,7 +502,10 @@ def _text(a: Ast, parent: int) -> str:
         return wrap(f"{_text(args[0], 6)} {op} {_text(args[1], 6)}", 5)
     if op == "in":
         return wrap(f"{_text(args[0], 6)} in {_text(args[1], 9)}", 5)
-    if op in ("+", "-", "*", "//", "%"):
+    if op == "if":
+        s = f"{_text(args[1], 2)} if {_text(args[0], 2)} else {_text(args[2], 1)}"
+        return f"({s})" if parent > 0 else s
+    if op in ("+", "-", "*", "/", "//", "%"):
         p = _PREC[op]
         return wrap(f"{_text(args[0], p)} {op} {_text(args[1], p + 1)}", p)
     if op == "neg":
@@ -458,7 +523,7 @@ def _text(a: Ast, parent: int) -> str:
     if op == "call":
         return f"{a['func']}(" + ", ".join(_text(x, 0) for x in args) + ")"
     if op == "gen":
-        s = f"{_text(args[0], 0)} for {a['var']}"
+        s = f"{_text(args[0], 0)} for {', '.join(a['vars']) if 'vars' in a else a['var']}"
         if a.get("range"):
             s += f" in {_text(a['range'], 9)}"
         if a.get("cond"):

@@ -54,6 +54,15 @@ TEXTS = [
     "first(xs).v != last(xs).v",
     "all_different(a, b, c)",
     "s == \"quote \\\" and \\u00e9\"",
+    "fee == (5 if w > 10 else 0)",
+    "sum((x[i] if x[i] > 0 else 0) for i) == x[0] / 2",
+    "count(x[i] == x[j] for i, j if i < j) == 1",
+    "all_different((g[i].home, g[i].away) for i)",
+    "len(set(rooms[*])) == 2 and has(discount) and not present(a.b)",
+    "forall p in people: count(seat[i] == p for i) == 1",
+    "players[captain].skill >= dist[a][b]",
+    "all_different(tables[*].guests[*])",
+    "a / (b + 1) * 3 == c // 2",
 ]
 
 
@@ -174,7 +183,19 @@ BAD_JSON_ASTS = [
     ({"op": "==", "args": [{"name": "a"}, {"const": 1}], "extra": 1}, "unknown AST keys"),
     ([1, 2], "must be a string or an AST object"),
     ({"op": "==", "args": {"a": 1}}, "must be a list"),
+    ({"op": "==", "args": [{"path": []}, {"const": 1}]}, "'path' must be a list starting with a property name"),
+    ({"op": "==", "args": [{"path": ["xs", 1.5]}, {"const": 1}]}, "is not a property name"),
+    ({"op": "==", "args": [{"var": 5}, {"const": 1}]}, "a variable node is"),
+    ({"op": "==", "args": [{"path": ["a"], "attr": "x"}, {"const": 1}]}, "only the key 'path'"),
+    ({"op": "gen", "args": [{"const": 1}]}, "needs 'var'"),
 ]
+
+
+def test_documented_short_forms_read_as_the_parser_form() -> None:
+    assert from_json({"path": ["itinerary", {"var": "i"}, "city"]}) == parse("itinerary[i].city")
+    assert from_json({"path": ["t", "*", "g", -1, "*"]}) == parse("t[*].g[-1][*]")
+    assert from_json({"op": "+", "args": [{"var": "i"}, {"path": ["xs", {"op": "-", "args": [
+        {"var": "i"}, {"const": 1}]}]}]}) == parse("i + xs[i - 1]")
 
 
 @pytest.mark.parametrize("expr,fragment", BAD_JSON_ASTS)
