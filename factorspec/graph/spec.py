@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.errors import SpecError, Unsatisfiable
+from factorspec.errors import InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, load_relations
+from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
 from factorspec.graph.schema import (
     EXTENSION_KEY,
     Arr,
@@ -33,10 +34,24 @@ class Violation:
     values: dict  # path text -> value in the record
 
     def __str__(self) -> str:
+        """One line of bounded length: long relation texts and values are elided (a violation of
+        a 10^6-item array names the array, not its 7 MB of items)."""
         b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
-        vals = ", ".join(f"{k}={json.dumps(_jsonable(v), ensure_ascii=False)}" for k, v in self.values.items())
+        vals = ", ".join(f"{k}={_show(v)}" for k, v in list(self.values.items())[:8])
+        if len(self.values) > 8:
+            vals += f", ... ({len(self.values) - 8} more)"
         head = f"{self.relation}" + (f" [{b}]" if b else "")
-        return f"{head}: {self.text}" + (f"  ({vals})" if vals else "")
+        return f"{elide(head)}: {elide(self.text, 400)}" + (f"  ({elide(vals, 800)})" if vals else "")
+
+
+def _show(v: Any) -> str:
+    """A value as JSON, elided; a big list or object is not serialised whole to be cut."""
+    if isinstance(v, list) and len(v) > 20:
+        return elide(json.dumps([_jsonable(x) for x in v[:20]], ensure_ascii=False, default=str)[:-1]
+                     + f", ... ({len(v) - 20} more items)]")
+    if isinstance(v, dict) and len(v) > 20:
+        return elide("{" + ", ".join(f"{json.dumps(k)}: ..." for k in list(v)[:20]) + f", ... ({len(v)} keys)}}")
+    return elide(json.dumps(_jsonable(v), ensure_ascii=False, default=str))
 
 
 def _jsonable(v: Any) -> Any:
@@ -51,6 +66,8 @@ class CompiledSpec:
     def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> None:
         if not isinstance(doc, dict):
             raise SpecError("", "a spec must be a JSON object")
+        if depth_of(doc) > MAX_DEPTH:
+            raise SpecError("", f"the spec nests arrays/objects too deeply (limit MAX_DEPTH = {MAX_DEPTH})")
         self.doc = doc
         self.style = style
         self.budget = budget or Budget()
@@ -220,7 +237,9 @@ def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = T
     """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`."""
     if isinstance(doc, (str, bytes)):
         try:
-            doc = json.loads(doc)
+            doc = load_json(doc)
         except json.JSONDecodeError as e:
             raise SpecError("", f"spec is not valid JSON: {e}") from None
+        except InputLimitError as e:
+            raise SpecError("", f"spec is not accepted: {e}") from None
     return CompiledSpec(doc, budget, style)

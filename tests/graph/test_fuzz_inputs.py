@@ -1,0 +1,132 @@
+"""Hostile inputs (issue #14): huge numbers, deep nesting, huge records, garbage JSON. Each must
+end in a clear error with the limit named (CLI exit 2) or in an answer, never a traceback; the
+property part (hypothesis, bounded in time) checks random specs and records against brute force."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from factorspec.cli import main
+from factorspec.errors import FactorSpecError, SpecError
+from factorspec.graph import compile_spec
+from factorspec.graph.limits import MAX_DEPTH, elide, load_json
+
+SMALL = {"type": "object",
+         "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 10},
+                        "a": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9},
+                              "maxItems": 2_000_000}},
+         "required": ["x", "a"], "x-factorspec": {"relations": [{"name": "pos", "expr": "x >= 1"}]}}
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text", [
+    '{"type": "object", "properties": {"x": {"type": "integer", "minimum": ' + "9" * 5000 + "}}}",
+    '{"type": "object", "properties": {"x": {"type": "integer", "maximum": -' + "1" * 4400 + "}}}",
+    "[" * 100_000 + "]" * 100_000,
+    '{"a": ' * 2000 + "1" + "}" * 2000,
+    '{"type": "object", "properties": {"x": {"type": "integer", "minimum": NaN}}}',
+    '{"type": "object", "properties": {"x": {"type": "integer", "minimum": Infinity}}}',
+    '{"type": "obj',
+    "",
+])
+def test_compile_spec_text_gives_spec_error(text: str) -> None:
+    with pytest.raises(SpecError) as e:
+        compile_spec(text)
+    assert len(str(e.value)) < 400
+
+
+def test_deep_spec_dict_is_a_spec_error() -> None:
+    doc: dict = {"type": "object", "properties": {}}
+    node = doc
+    for _ in range(MAX_DEPTH + 10):
+        node["properties"] = {"p": {"type": "object", "properties": {}}}
+        node = node["properties"]["p"]
+    with pytest.raises(SpecError, match="MAX_DEPTH"):
+        compile_spec(doc)
+
+
+@pytest.mark.parametrize("spec_text,record_text,what", [
+    ('{"type": "object", "properties": {"x": {"type": "integer", "minimum": ' + "9" * 5000 + "}}}", '{"x": 1}', "spec"),
+    (json.dumps(SMALL), '{"x": ' + "9" * 5000 + ', "a": []}', "record"),
+    (json.dumps(SMALL), "[" * 100_000 + "]" * 100_000, "record"),
+    ("[" * 100_000 + "]" * 100_000, '{"x": 1, "a": []}', "spec"),
+    (json.dumps(SMALL), '{"x": 1, "a": [}', "record"),
+    (json.dumps(SMALL), '{"x": NaN, "a": []}', "record"),
+])
+def test_cli_check_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture, spec_text: str,
+                                    record_text: str, what: str) -> None:
+    spec = _write(tmp_path, "spec.json", spec_text)
+    rec = _write(tmp_path, "rec.json", record_text)
+    assert main(["check", spec, rec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"factorspec: error: {what} ") and len(err) < 400
+
+
+def test_cli_names_the_digit_limit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec = _write(tmp_path, "spec.json", json.dumps(SMALL))
+    rec = _write(tmp_path, "rec.json", '{"x": ' + "9" * 5000 + ', "a": []}')
+    assert main(["check", spec, rec]) == 2
+    assert "MAX_NUMBER_DIGITS" in capsys.readouterr().err
+
+
+def test_cli_solve_bad_input_exit_2(tmp_path: Path) -> None:
+    spec = _write(tmp_path, "spec.json", '{"type": "object", "properties": {"x": {"minimum": ' + "9" * 5000 + "}}}")
+    assert main(["solve", spec]) == 2
+
+
+def test_million_item_record_check_is_fast_and_bounded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The 10^6-item record of issue #14 took 31-44 s and echoed 6.8 MB: now seconds and a short line."""
+    spec = _write(tmp_path, "spec.json", json.dumps({**SMALL, "properties": {
+        **SMALL["properties"], "a": {**SMALL["properties"]["a"], "maxItems": 5}}}))
+    rec = _write(tmp_path, "rec.json", json.dumps({"x": 0, "a": [1] * 10**6}))
+    t0 = time.monotonic()
+    assert main(["check", spec, rec]) == 1
+    took = time.monotonic() - t0
+    out = capsys.readouterr().out
+    assert "array length 1000000 outside [0, 5]" in out
+    assert len(out) < 2000, len(out)
+    assert took < 15, took
+
+
+def test_million_item_valid_items_check(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    doc = {**SMALL, "x-factorspec": {"relations": [{"name": "short", "expr": "len(a) <= 3"}]}}
+    doc["properties"] = {**SMALL["properties"], "a": {**SMALL["properties"]["a"], "maxItems": 100_000}}
+    spec = _write(tmp_path, "spec.json", json.dumps(doc))
+    rec = _write(tmp_path, "rec.json", json.dumps({"x": 1, "a": [3] * 100_000}))
+    t0 = time.monotonic()
+    assert main(["check", spec, rec]) == 1
+    assert time.monotonic() - t0 < 15
+    out = capsys.readouterr().out
+    assert "short: len(a) <= 3" in out and len(out) < 2000
+
+
+def test_many_violations_are_capped(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec = _write(tmp_path, "spec.json", json.dumps(SMALL))
+    rec = _write(tmp_path, "rec.json", json.dumps({"x": 1, "a": [11] * 1000}))
+    assert main(["check", spec, rec]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("invalid: 1000 violations") and "... and 900 more" in out
+    assert len(out.splitlines()) == 102
+
+
+def test_long_relation_text_is_elided() -> None:
+    expr = " or ".join(f"x == {k}" for k in range(2, 2000))
+    cs = compile_spec({**SMALL, "x-factorspec": {"relations": [{"name": "long", "expr": expr}]}})
+    (v,) = cs.check({"x": 1, "a": []})
+    assert len(expr) > 10_000 and len(str(v)) < 1000 and "more characters" in str(v)
+
+
+def test_elide_and_load_json() -> None:
+    assert elide("abc") == "abc"
+    assert len(elide("x" * 10_000)) < 200
+    assert load_json('{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+    with pytest.raises(FactorSpecError, match="MAX_NUMBER_DIGITS"):
+        load_json("1" * 5000)
