@@ -28,8 +28,9 @@ class RelationError(SpecError):
 class Unsatisfiable(FactorSpecError):
     """No record satisfies the spec (or the spec given the prefix written so far)."""
 
-    def __init__(self, message: str, relations: list[str] | None = None) -> None:
+    def __init__(self, message: str, relations: list[str] | None = None, minimal: bool = True) -> None:
         self.relations = list(relations or [])
+        self.minimal = minimal  # False: `relations` conflict, but the budget ended before a minimal set
         super().__init__(message)
 
 

@@ -130,3 +130,50 @@ def test_elide_and_load_json() -> None:
     assert load_json('{"a": [1, 2.5]}') == {"a": [1, 2.5]}
     with pytest.raises(FactorSpecError, match="MAX_NUMBER_DIGITS"):
         load_json("1" * 5000)
+
+
+# -- one budget for the unsatisfiable answer, core search included -----------------------------------
+UNSAT = {"type": "object",
+         "properties": {k: {"type": "integer", "minimum": 0, "maximum": 5} for k in "xyzuvw"},
+         "required": list("xyzuvw"),
+         "x-factorspec": {"relations": [{"name": "one", "expr": "x == 1"}, {"name": "two", "expr": "x == 2"},
+                                        {"name": "r3", "expr": "y != z"}, {"name": "r4", "expr": "u != v"},
+                                        {"name": "r5", "expr": "v != w"}, {"name": "r6", "expr": "w != y"}]}}
+
+
+def test_unsat_core_is_minimal_within_budget() -> None:
+    from factorspec.errors import Unsatisfiable
+
+    cs = compile_spec(UNSAT)
+    with pytest.raises(Unsatisfiable) as e:
+        cs.solve()
+    assert e.value.relations == ["one", "two"] and e.value.minimal
+    assert "not minimal" not in str(e.value)
+
+
+def test_unsat_core_search_shares_the_question_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each trial of the deletion filter made slow (0.3 s): under a 1 s budget the answer comes
+    within about the budget, names a conflicting (non-minimal) set and says so."""
+    import factorspec.graph.spec as spec_mod
+    from factorspec.errors import Unsatisfiable
+    from factorspec.graph import Budget
+
+    real_root = spec_mod.State.root
+    calls = []
+
+    def slow_root(problem, budget=None):  # type: ignore[no-untyped-def]
+        calls.append(budget.seconds if budget else None)
+        if len(calls) > 1:  # the question's own root search stays fast
+            time.sleep(0.3)
+        return real_root(problem, budget)
+
+    monkeypatch.setattr(spec_mod.State, "root", staticmethod(slow_root))
+    cs = compile_spec(UNSAT, Budget(seconds=1.0))
+    t0 = time.monotonic()
+    with pytest.raises(Unsatisfiable) as e:
+        cs.solve()
+    took = time.monotonic() - t0
+    assert took < 1.5, took  # 7 trials x 0.3 s = 2.1 s with a fresh budget per trial
+    assert not e.value.minimal and "not minimal" in str(e.value)
+    assert {"one", "two"} <= set(e.value.relations)
+    assert all(s is not None and s <= 1.0 for s in calls[1:])  # trials get what is left, never more
