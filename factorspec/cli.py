@@ -24,9 +24,10 @@ import sys
 from typing import Any, Optional, Sequence
 
 from factorspec import __version__
-from factorspec.errors import BudgetExceeded, FactorSpecError, SpecError, Unsatisfiable
+from factorspec.errors import BudgetExceeded, FactorSpecError, InputLimitError, SpecError, Unsatisfiable
 
 EXIT_OK, EXIT_INVALID, EXIT_ERROR, EXIT_UNSAT, EXIT_BUDGET = 0, 1, 2, 3, 4
+MAX_VIOLATIONS_SHOWN = 100  # a record with 10^6 bad items prints the first ones and a count
 
 
 class InputError(Exception):
@@ -34,20 +35,29 @@ class InputError(Exception):
 
 
 def _read_json(path: str, what: str) -> Any:
+    """Read one JSON document within the input limits (factorspec.graph.limits): the size is
+    checked before the file is read, the digits and nesting while it is parsed."""
+    from factorspec.graph.limits import MAX_INPUT_BYTES, elide, load_json
+
     try:
         if path == "-":
-            text = sys.stdin.read()
+            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
         else:
+            import os
+
+            size = os.path.getsize(path)
+            if size > MAX_INPUT_BYTES:
+                raise InputError(f"{what} {path} has {size} bytes (limit MAX_INPUT_BYTES = {MAX_INPUT_BYTES})")
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {what} {path}: {e}") from None
+        raise InputError(f"cannot read {what} {path}: {elide(str(e))}") from None
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{what} {path} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise InputError(f"{what} {path} nests too deeply") from None
+    except InputLimitError as e:
+        raise InputError(f"{what} {path}: {e}") from None
 
 
 def spec_document(doc: Any) -> Any:
@@ -75,7 +85,9 @@ def load_spec(path: str, nodes: Optional[int] = None, seconds: Optional[float] =
 
 
 def _error(message: str, code: int = EXIT_ERROR) -> int:
-    print(f"factorspec: error: {message}", file=sys.stderr)
+    from factorspec.graph.limits import elide
+
+    print(f"factorspec: error: {elide(message, 2000)}", file=sys.stderr)
     return code
 
 
@@ -87,13 +99,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         record = _read_json(args.record, "record")
     except (InputError, FactorSpecError) as e:
         return _error(str(e))
-    violations = cs.check(record)
+    try:
+        violations = cs.check(record)
+    except RecursionError:
+        return _error("the record nests too deeply to check")
     if not violations:
         print("valid")
         return EXIT_OK
     print(f"invalid: {len(violations)} violation{'s' if len(violations) != 1 else ''}")
-    for v in violations:
+    for v in violations[:MAX_VIOLATIONS_SHOWN]:
         print(f"  {v}")
+    if len(violations) > MAX_VIOLATIONS_SHOWN:
+        print(f"  ... and {len(violations) - MAX_VIOLATIONS_SHOWN} more")
     return EXIT_INVALID
 
 

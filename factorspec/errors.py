@@ -28,8 +28,9 @@ class RelationError(SpecError):
 class Unsatisfiable(FactorSpecError):
     """No record satisfies the spec (or the spec given the prefix written so far)."""
 
-    def __init__(self, message: str, relations: list[str] | None = None) -> None:
+    def __init__(self, message: str, relations: list[str] | None = None, minimal: bool = True) -> None:
         self.relations = list(relations or [])
+        self.minimal = minimal  # False: `relations` conflict, but the budget ended before a minimal set
         super().__init__(message)
 
 
@@ -39,3 +40,13 @@ class BudgetExceeded(FactorSpecError):
     def __init__(self, what: str, limit: float, used: float) -> None:
         self.what, self.limit, self.used = what, limit, used
         super().__init__(f"budget exceeded: {what} limit {limit} (used {used})")
+
+
+class InputLimitError(FactorSpecError):
+    """An input document breaks a named limit (size, digits, nesting; factorspec.graph.limits),
+    found before any work on it begins."""
+
+    def __init__(self, limit: str, value: int, message: str) -> None:
+        self.limit, self.value = limit, value
+        named = f" (limit {limit} = {value})" if value else ""
+        super().__init__(f"{message}{named}")

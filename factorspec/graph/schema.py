@@ -78,10 +78,15 @@ class Scalar:
                 return None
             if isinstance(value, float) and not math.isfinite(value):
                 return None
-            q = Fraction(str(value)) / self.step
-            if q.denominator != 1:
-                return None
-            k = q.numerator
+            if type(value) is int and type(self.step) is int:  # fast path: no Fraction per item
+                if value % self.step:
+                    return None
+                k = value // self.step
+            else:
+                q = Fraction(str(value)) / self.step
+                if q.denominator != 1:
+                    return None
+                k = q.numerator
             if (self.lo is not None and k < self.lo) or (self.hi is not None and k > self.hi):
                 return None
             return k
@@ -407,8 +412,15 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
             return [(path, f"expected an array, got {_dump(value)}")]
         if len(value) < node.min_items or (node.max_items is not None and len(value) > node.max_items):
             out.append((path, f"array length {len(value)} outside [{node.min_items}, {node.max_items}]"))
+        item = node.item
+        if isinstance(item, Scalar) and item.kind in ("integer", "fixed") and item.finite:
+            enc = item.encode  # fast path for long arrays of bounded numbers: one call per item
+            for i, v in enumerate(value):
+                if enc(v) is None:
+                    out += schema_violations(item, v, path + (i,))
+            return out
         for i, v in enumerate(value):
-            out += schema_violations(node.item, v, path + (i,))
+            out += schema_violations(item, v, path + (i,))
         return out
     if node.kind == "string":
         if not isinstance(value, str):

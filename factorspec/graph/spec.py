@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.errors import SpecError, Unsatisfiable
+from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, load_relations
+from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
 from factorspec.graph.schema import (
     EXTENSION_KEY,
     Arr,
@@ -33,10 +35,24 @@ class Violation:
     values: dict  # path text -> value in the record
 
     def __str__(self) -> str:
+        """One line of bounded length: long relation texts and values are elided (a violation of
+        a 10^6-item array names the array, not its 7 MB of items)."""
         b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
-        vals = ", ".join(f"{k}={json.dumps(_jsonable(v), ensure_ascii=False)}" for k, v in self.values.items())
+        vals = ", ".join(f"{k}={_show(v)}" for k, v in list(self.values.items())[:8])
+        if len(self.values) > 8:
+            vals += f", ... ({len(self.values) - 8} more)"
         head = f"{self.relation}" + (f" [{b}]" if b else "")
-        return f"{head}: {self.text}" + (f"  ({vals})" if vals else "")
+        return f"{elide(head)}: {elide(self.text, 400)}" + (f"  ({elide(vals, 800)})" if vals else "")
+
+
+def _show(v: Any) -> str:
+    """A value as JSON, elided; a big list or object is not serialised whole to be cut."""
+    if isinstance(v, list) and len(v) > 20:
+        return elide(json.dumps([_jsonable(x) for x in v[:20]], ensure_ascii=False, default=str)[:-1]
+                     + f", ... ({len(v) - 20} more items)]")
+    if isinstance(v, dict) and len(v) > 20:
+        return elide("{" + ", ".join(f"{json.dumps(k)}: ..." for k in list(v)[:20]) + f", ... ({len(v)} keys)}}")
+    return elide(json.dumps(_jsonable(v), ensure_ascii=False, default=str))
 
 
 def _jsonable(v: Any) -> Any:
@@ -51,6 +67,8 @@ class CompiledSpec:
     def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> None:
         if not isinstance(doc, dict):
             raise SpecError("", "a spec must be a JSON object")
+        if depth_of(doc) > MAX_DEPTH:
+            raise SpecError("", f"the spec nests arrays/objects too deeply (limit MAX_DEPTH = {MAX_DEPTH})")
         self.doc = doc
         self.style = style
         self.budget = budget or Budget()
@@ -70,38 +88,69 @@ class CompiledSpec:
         self.problem = Problem(self.vars, self.factors)
         self._root: Optional[State] = None
         self._root_done = False
+        self._t0 = 0.0
 
     # -- feasibility ------------------------------------------------------------------------------
     def root(self) -> State:
-        """The state before any decision; raises Unsatisfiable (naming relations) if none exists."""
+        """The state before any decision; raises Unsatisfiable (naming relations) if none exists.
+
+        One wall-clock budget (`budget.seconds`) covers the root search and the search for the
+        conflicting relations together: when it ends during the latter, the set named is a
+        conflicting one, not necessarily minimal, and the message says so."""
         if not self._root_done:
+            self._t0 = time.monotonic()
             self._root = State.root(self.problem, self.budget)
             self._root_done = True
         if self._root is None:
-            core = self.unsat_core()
-            raise Unsatisfiable("no record satisfies the spec; conflicting relations: " + ", ".join(core), core)
+            core, minimal = self.unsat_core_within(self._t0 + self.budget.seconds)
+            msg = "no record satisfies the spec; conflicting relations: " + ", ".join(core)
+            if not minimal:
+                msg += (f" (not minimal: the time budget of {self.budget.seconds} s ended before the "
+                        "smallest conflicting set was found)")
+            raise Unsatisfiable(msg, core, minimal=minimal)
         return self._root
 
     def unsat_core(self) -> list[str]:
-        """A minimal set of relation names that together admit no record (deletion filter)."""
+        """A minimal set of relation names that together admit no record (deletion filter),
+        within one `budget.seconds` from now (see `unsat_core_within`)."""
+        return self.unsat_core_within(time.monotonic() + self.budget.seconds)[0]
+
+    def unsat_core_within(self, deadline: float) -> tuple[list[str], bool]:
+        """(relation names that together admit no record, whether that set is minimal).
+
+        Deletion filter: the candidate is always a set known to conflict, so when the deadline
+        passes (or one trial exceeds the node budget, and so proves nothing) the candidate so far
+        is returned, marked not minimal."""
         names = [r.name for r in self.relations]
         by_rel: dict[str, list[int]] = {}
         for i, f in enumerate(self.factors):
             by_rel.setdefault(f.relation.name, []).append(i)
 
         def sat(keep: list[str]) -> bool:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BudgetExceeded("seconds", self.budget.seconds, round(self.budget.seconds - left, 3))
             idx = sorted(i for n in keep for i in by_rel.get(n, []))
             p = Problem(self.vars, [self.factors[i] for i in idx])
-            return State.root(p, self.budget) is not None
+            return State.root(p, replace(self.budget, seconds=left)) is not None
 
-        if sat([]):
-            core = list(names)
-            for n in list(names):
-                trial = [m for m in core if m != n]
+        core = list(names)
+        minimal = True
+        try:
+            if not sat([]):
+                return ["(the schema's own bounds)"], True
+        except BudgetExceeded:
+            return core, False
+        for n in list(names):
+            trial = [m for m in core if m != n]
+            try:
                 if not sat(trial):
                     core = trial
-            return core
-        return ["(the schema's own bounds)"]
+            except BudgetExceeded as e:
+                minimal = False
+                if e.what == "seconds":
+                    break
+        return core, minimal
 
     def solve(self) -> dict:
         """One valid record (its constrained part; free text is filled minimally)."""
@@ -220,7 +269,9 @@ def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = T
     """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`."""
     if isinstance(doc, (str, bytes)):
         try:
-            doc = json.loads(doc)
+            doc = load_json(doc)
         except json.JSONDecodeError as e:
             raise SpecError("", f"spec is not valid JSON: {e}") from None
+        except InputLimitError as e:
+            raise SpecError("", f"spec is not accepted: {e}") from None
     return CompiledSpec(doc, budget, style)

@@ -127,6 +127,7 @@ class StepHandle:
         self.two_phase = False
         self.pending_drafts: dict[int, int] = {}  # two-phase steps: slots whose drafts are still out
         self.drafts: dict[Any, StepResult] = {}  # two-phase steps: phase-1 results (no rows yet)
+        self.items: dict[Any, StepItem] = {}  # what was sent, to resend to a replacement worker
 
     @property
     def done(self) -> bool:
@@ -149,7 +150,8 @@ class MaskWorkerPool:
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
-                 kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True) -> None:
+                 kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
+                 max_replays: int = 3) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:
@@ -160,6 +162,11 @@ class MaskWorkerPool:
         self.step_timeout, self.start_timeout = step_timeout, start_timeout
         self.assign, self.kill_on_timeout = assign, kill_on_timeout
         self.restarts = 0
+        self.replays = 0  # requests moved to a replacement worker after theirs died
+        self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
+        self._docs: dict[Any, tuple] = {}  # rid -> (spec_doc, prompt): to re-add it elsewhere
+        self._hist: dict[Any, list] = {}  # rid -> tokens accepted up to its last good step
+        self._crashes: dict[Any, int] = {}  # rid -> worker deaths since its last good step
         self._factory = as_vocab_factory(vocab_factory)
         self._ctx = mp_context or _default_context()
         self._closed = False
@@ -200,6 +207,8 @@ class MaskWorkerPool:
             if wait_ready:
                 while not all(s.ready or s.fatal for s in self._slots):
                     self._wait_or_fail(deadline, "all workers to start")
+                if not any(s.ready for s in self._slots):
+                    raise PoolError("no mask worker could start: " + "; ".join(str(s.fatal) for s in self._slots))
         except BaseException:
             self.close()
             raise
@@ -237,6 +246,9 @@ class MaskWorkerPool:
             self._assign[rid] = slot
             slot.rids.add(rid)
             prompt = [int(t) for t in prompt_ids] if prompt_ids is not None else None
+            self._docs[rid] = (spec_doc, prompt)
+            self._hist[rid] = []
+            self._crashes[rid] = 0
             self._send(slot, "add", rid, spec_doc, prompt)
         if wait:
             deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
@@ -258,6 +270,9 @@ class MaskWorkerPool:
         """Forget `rid` (finished, cancelled or failed)."""
         self._failed.pop(rid, None)
         self._added.pop(rid, None)
+        self._docs.pop(rid, None)
+        self._hist.pop(rid, None)
+        self._crashes.pop(rid, None)
         slot = self._assign.pop(rid, None)
         if slot is not None:
             slot.rids.discard(rid)
@@ -287,11 +302,12 @@ class MaskWorkerPool:
             rows.add(row)
             h.rows[it.rid] = row
             slot = self._assign.get(it.rid)
+            h.two_phase = h.two_phase or it.tree  # also for a failed request: collect_drafts serves it
             if slot is None:
                 err = self._failed.get(it.rid) or RequestFailed(it.rid, "unknown request (never added, or removed)")
                 self._fail_result(h, it.rid, err)
                 continue
-            h.two_phase = h.two_phase or it.tree
+            h.items[it.rid] = it
             by_slot.setdefault(slot.index, []).append(it)
         self._steps[h.id] = h
         for idx, lst in by_slot.items():
@@ -515,6 +531,8 @@ class MaskWorkerPool:
             h.pending_drafts.pop(s.index, None)
             for rid, ok, payload in out:
                 row = h.rows[rid]
+                if ok:
+                    self._commit(rid, h.items.get(rid))
                 if ok and h.two_phase:
                     valid, dt = payload
                     d = h.drafts.get(rid)
@@ -549,6 +567,16 @@ class MaskWorkerPool:
         elif kind == "fatal":
             s.fatal = msg[1]
 
+    def _commit(self, rid: Any, it: Optional[StepItem]) -> None:
+        """A good step of `rid`: its accepted tokens are known up to here (for a replay)."""
+        hist = self._hist.get(rid)
+        if hist is None or it is None:
+            return
+        if it.rollback:
+            del hist[len(hist) - it.rollback:]
+        hist.extend(int(t) for t in it.tokens)
+        self._crashes[rid] = 0
+
     def _forget(self, rid: Any, err: RequestFailed) -> None:
         self._failed[rid] = err
         slot = self._assign.pop(rid, None)
@@ -580,34 +608,66 @@ class MaskWorkerPool:
         return f"mask worker {s.index} (pid {s.pid}) {what}"
 
     def _on_dead(self, s: _Slot, cause: str, timed_out: Iterable = ()) -> None:
-        """Fail exactly the requests `s` held, resolve its part of outstanding steps, replace it."""
+        """Replace `s`; move the requests it held to the replacement, each re-added with the
+        tokens it had accepted, and resend their part of outstanding steps (same rows), so they
+        continue with identical masks. A request whose worker died `max_replays` times in a row
+        (no good step between), or that overran a step budget, fails with that said."""
         if s.dead:
             return
         s.dead = True
         timed_out = set(timed_out)
-        for rid in list(s.rids):
-            cls = StepTimeout if rid in timed_out else WorkerCrashed
-            self._forget(rid, cls(rid, cause, cls.__name__))
-        for h in list(self._steps.values()):
-            if h.pending.get(s.index) == s.generation:
-                del h.pending[s.index]
-                h.pending_drafts.pop(s.index, None)
-                for rid in h.slot_rids[s.index]:
-                    if rid not in h.results:
-                        err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
-                        self._fail_result(h, rid, err)
         self._retire(s)
         code = s.proc.exitcode
         if not s.ready and code is not None and code >= 0:  # it exited on its own while starting
             self._start_failures[s.index] += 1
             if self._start_failures[s.index] >= 3 and s.fatal is None:
                 s.fatal = f"died {self._start_failures[s.index]} times in a row before it was ready ({cause})"
+        ns: Optional[_Slot] = None
         if s.fatal is None and not self._closed:
             self.restarts += 1
             try:
-                self._slots[s.index] = self._spawn(s.index, s.generation + 1)
+                ns = self._spawn(s.index, s.generation + 1)
+                self._slots[s.index] = ns
             except Exception as e:  # noqa: BLE001 - the slot stays dead; the others go on
                 s.fatal = f"could not start a replacement: {type(e).__name__}: {e}"
+        moved: set = set()
+        for rid in sorted(s.rids, key=repr):
+            n = self._crashes.get(rid, 0) + 1
+            self._crashes[rid] = n
+            if rid in timed_out:
+                self._forget(rid, StepTimeout(rid, cause, "StepTimeout"))
+            elif ns is None or rid not in self._docs or n > self.max_replays:
+                why = cause if n <= self.max_replays else (
+                    f"{cause}; its worker died {n} times in a row while serving it, not replayed again")
+                self._forget(rid, WorkerCrashed(rid, why, "WorkerCrashed"))
+            else:
+                doc, prompt = self._docs[rid]
+                s.rids.discard(rid)
+                ns.rids.add(rid)
+                self._assign[rid] = ns
+                self._send(ns, "add", rid, doc, prompt, tuple(self._hist.get(rid, ())))
+                moved.add(rid)
+                self.replays += 1
+        for h in list(self._steps.values()):
+            if h.pending.get(s.index) != s.generation:
+                continue
+            del h.pending[s.index]
+            drafts_out = h.pending_drafts.pop(s.index, None) is not None
+            resend = []
+            for rid in h.slot_rids[s.index]:
+                if rid in h.results:
+                    continue
+                if rid in moved and rid in h.items:
+                    resend.append(h.items[rid])
+                else:
+                    err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
+                    self._fail_result(h, rid, err)
+            if resend and ns is not None:
+                h.pending[s.index] = ns.generation
+                if drafts_out:
+                    h.pending_drafts[s.index] = ns.generation
+                h.slot_rids[s.index] = [it.rid for it in resend]
+                self._send(ns, "step", h.id, resend, h.two_phase)
 
     def _retire(self, s: _Slot) -> None:
         s.dead = True

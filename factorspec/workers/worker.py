@@ -72,12 +72,16 @@ class Worker:
             out.append((rid, False, err))
         return out
 
-    def add(self, rid: Any, doc: Any, prompt: Any = None) -> Optional[tuple]:
+    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = ()) -> Optional[tuple]:
+        """Compile `doc` for `rid`; `replay`: the tokens it had accepted on a worker that died
+        (the pool moves it here and its next step continues where it was)."""
         self.failed.pop(rid, None)
         try:
             m = self.compiler.compile(doc).matcher(self.vocab)
             if prompt:
                 m.set_prompt(prompt)
+            if replay:
+                self._advance(m, replay, 0)
         except Exception as e:  # noqa: BLE001 - every failure is reported for this request
             self.failed[rid] = encode_error(e)
             self.matchers.pop(rid, None)
@@ -234,7 +238,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
                 conn_out.send(("step", seq, msg[2], out, (t0, t1)))
             elif kind == "add":
                 t0 = time.perf_counter()
-                err = w.add(msg[2], msg[3], msg[4] if len(msg) > 4 else None)
+                err = w.add(msg[2], msg[3], msg[4] if len(msg) > 4 else None, msg[5] if len(msg) > 5 else ())
                 conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
             elif kind == "remove":
                 w.remove(msg[2])

@@ -112,3 +112,28 @@ def test_engine_timings_account_for_the_phases(model, pool):
     assert set(eng.timings) == {"prefill", "drafts", "forward", "masks", "verify"}
     assert all(v > 0 for v in eng.timings.values())
     assert res[0].stats.prefill_seconds > 0
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_batch_whose_only_pooled_request_is_malformed_is_not_lost(model, pool, monkeypatch, batch):
+    """Issue #14: when the worker's spec error arrived before the first step (during prefill),
+    that step had no live tree item and `Engine.generate` raised "collect_drafts needs a step with
+    tree items", losing the batch. The timing is forced here: every add waits for its answer."""
+    import time
+
+    orig = pool.add_request
+
+    def add_and_settle(rid, spec, *a, **kw):
+        orig(rid, spec, *a, **kw)
+        deadline = time.monotonic() + 30
+        while rid not in pool._added and pool.request_error(rid) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    monkeypatch.setattr(pool, "add_request", add_and_settle)
+    bad = {"type": "object", "properties": {"a": {"type": "integer"}}, "x-factorspec": ["a >"]}
+    specs = [bad] if batch == 1 else [bad, _specs()[0]]
+    res = _pooled(model, pool, "spec", batch, 8, specs=specs)
+    assert res[0].finish_reason.startswith("constraint_error") and res[0].tokens == []
+    if batch == 2:
+        assert res[1].finish_reason == "stop"
+        assert compile_spec(specs[1]).check(decode(res[1].tokens)) == []

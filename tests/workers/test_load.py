@@ -28,6 +28,7 @@ def _kill_one(pool: MaskWorkerPool, rng: random.Random, log: list) -> None:
 
 
 def test_256_requests_with_random_worker_kills() -> None:
+    """Without replays (max_replays=0): failures stay local and are named."""
     rng = random.Random(2024)
     specs: list = plan_specs(N - 16, seed=42)
     specs += [example_spec("meeting_schedule"), example_spec("seating_plan"),
@@ -40,7 +41,7 @@ def test_256_requests_with_random_worker_kills() -> None:
     malformed = set(range(N - 16 + 8, N - 4))
 
     t_start = time.monotonic()
-    with MaskWorkerPool(4, VOCAB, max_rows=N, step_timeout=30.0) as pool:
+    with MaskWorkerPool(4, VOCAB, max_rows=N, step_timeout=30.0, max_replays=0) as pool:
         for rid, s in enumerate(specs):
             pool.add_request(rid, s)
         pending = {rid: [] for rid in range(N)}
@@ -118,3 +119,79 @@ def test_256_requests_with_random_worker_kills() -> None:
     assert counts.get("WorkerCrashed", 0) > 0
     assert counts.get("SpecError", 0) + counts.get("RelationError", 0) >= 1
     assert elapsed < 90
+
+
+def _decode_all(specs: list, kill_rate: float, seed: int) -> tuple[dict, list, list, int]:
+    """Step every request to completion; tokens chosen by a per-(request, step) rng, so a run
+    with kills must give the same tokens as one without. Returns (emitted, step seconds,
+    rounds right after a kill, replays)."""
+    rng = random.Random(seed)
+    n = len(specs)
+    with MaskWorkerPool(4, VOCAB, max_rows=n, step_timeout=30.0) as pool:
+        for rid, s in enumerate(specs):
+            pool.add_request(rid, s)
+        pending: dict[int, list] = {rid: [] for rid in range(n)}
+        emitted: dict[int, list] = {rid: [] for rid in range(n)}
+        steps_of = {rid: 0 for rid in range(n)}
+        done: set = set()
+        times: list = []
+        after_kill: list = []
+        rounds = 0
+        while len(done) < n:
+            rounds += 1
+            assert rounds < 500, "runaway"
+            live = [rid for rid in range(n) if rid not in done]
+            t0 = time.perf_counter()
+            h = pool.submit_step([StepItem(rid, pending[rid], rid, 16) for rid in live])
+            killed = kill_rate > 0 and (rounds in (3, 9) or rng.random() < kill_rate)
+            if killed:  # mid-step, at a random moment of the computation
+                time.sleep(rng.random() * 0.01)
+                _kill_one(pool, rng, [])
+            res = pool.collect(h, timeout=30)
+            times.append(time.perf_counter() - t0)
+            if killed:
+                after_kill.append(len(times) - 1)
+            for rid in live:
+                r = res[rid]
+                assert r.ok, (rid, str(r.error))
+                steps_of[rid] += 1
+                if r.terminated:
+                    done.add(rid)
+                    pool.remove_request(rid)
+                    continue
+                chain = certain_chain(r.draft)
+                toks = chain if chain else [pick(pool.bitmask[rid], random.Random(rid * 1000 + steps_of[rid]))]
+                pending[rid] = toks
+                emitted[rid] += toks
+        replays = pool.replays
+    return emitted, times, after_kill, replays
+
+
+def test_fault_injection_256_requests_identical_to_a_run_without_faults() -> None:
+    """Issue #14: 256 requests, workers SIGKILLed at random mid-step: every record completes,
+    is valid and token-identical to the run without faults; the latency of the steps with a kill
+    is printed (the 2x-the-median target is not met yet: see the note at the end)."""
+    specs: list = plan_specs(N - 8, seed=42)
+    specs += [example_spec("meeting_schedule"), example_spec("seating_plan"),
+              example_spec("trip_plan"), example_spec("budget_allocation")] * 2
+    t0 = time.monotonic()
+    clean, _, _, r0 = _decode_all(specs, 0.0, 7)
+    t1 = time.monotonic()
+    faulty, times, after_kill, replays = _decode_all(specs, 0.08, 7)
+    t2 = time.monotonic()
+    assert r0 == 0 and replays > 0 and len(after_kill) >= 2
+    for rid in range(N):
+        assert faulty[rid] == clean[rid], rid
+    compiled: dict = {}
+    for rid in range(N):
+        key = repr(specs[rid])
+        cs = compiled.get(key) or compiled.setdefault(key, compile_spec(specs[rid]))
+        assert cs.check(decode(clean[rid])) == [], rid
+    med = sorted(times)[len(times) // 2]
+    worst = max(times[i] for i in after_kill)
+    print(f"\nclean run {t1 - t0:.1f} s, faulty run {t2 - t1:.1f} s, {len(times)} steps, kills {len(after_kill)}, "
+          f"replays {replays}, median step {1e3 * med:.1f} ms, steps with a kill "
+          f"{[round(1e3 * times[i], 1) for i in after_kill]} ms (worst {worst / med:.2f}x the median)")
+    # the step after a kill waits for a new process and the re-compile of the moved specs:
+    # measured 3.5 s vs a 57 ms median on this machine; the 2x target is not met yet
+    assert worst < 30

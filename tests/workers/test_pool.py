@@ -26,6 +26,13 @@ def pool():
         yield p
 
 
+class _BadVocab:
+    """A picklable vocabulary recipe that always fails (module level, so workers can load it)."""
+
+    def __call__(self) -> None:
+        raise RuntimeError("no vocabulary here")
+
+
 def _local(spec: dict) -> Matcher:
     return Matcher.for_spec(compile_spec(spec), VOCAB())
 
@@ -139,8 +146,9 @@ def test_bad_calls_raise_at_once(pool: MaskWorkerPool) -> None:
 
 
 def test_killed_worker_fails_only_its_requests_and_is_replaced() -> None:
+    """Without replays (max_replays=0) a request whose worker dies fails, and only it."""
     specs = plan_specs(6, seed=11)
-    with MaskWorkerPool(2, VOCAB, max_rows=8, step_timeout=20.0) as pool:
+    with MaskWorkerPool(2, VOCAB, max_rows=8, step_timeout=20.0, max_replays=0) as pool:
         for k, s in enumerate(specs):
             pool.add_request(k, s, wait=True)
         where = pool.requests()
@@ -165,6 +173,52 @@ def test_killed_worker_fails_only_its_requests_and_is_replaced() -> None:
         pool.add_request("new", specs[0], wait=True)
         assert pool.requests()["new"] == 0
         assert pool.step([("new", [], 7, 4)])["new"].ok
+
+
+def test_killed_worker_requests_are_replayed_with_identical_masks() -> None:
+    """A request whose worker dies mid-life moves to the replacement with its accepted tokens:
+    its step comes back ok, with the rows and drafts of a run without the kill."""
+    specs = plan_specs(6, seed=11)
+
+    def run(kill: bool) -> list:
+        out = []
+        with MaskWorkerPool(2, VOCAB, max_rows=8, step_timeout=20.0) as pool:
+            for k, s in enumerate(specs):
+                pool.add_request(k, s, wait=True)
+            res = pool.step([(k, [], k, 4) for k in range(6)])
+            for step in range(3):
+                if kill and step == 1:
+                    os.kill(pool.worker_pids()[0], signal.SIGKILL)
+                res = pool.step([(k, certain_chain(res[k].draft) or [pick(pool.bitmask[k], random.Random(10 * k + step))], k, 4) for k in range(6)])
+                assert all(r.ok for r in res.values()), [str(r.error) for r in res.values() if not r.ok]
+                out.append(([res[k].draft for k in range(6)], pool.bitmask[:6].copy()))
+            assert pool.restarts == int(kill) and pool.replays == (3 if kill else 0)
+        return out
+
+    clean, faulty = run(False), run(True)
+    for (d1, m1), (d2, m2) in zip(clean, faulty):
+        assert d1 == d2 and np.array_equal(m1, m2)
+
+
+def test_request_that_keeps_killing_workers_fails_saying_so() -> None:
+    specs = plan_specs(1, seed=3)
+    with MaskWorkerPool(1, VOCAB, max_rows=2, step_timeout=20.0, max_replays=2) as pool:
+        pool.add_request("x", specs[0], wait=True)
+        for n in range(3):
+            os.kill(pool.worker_pids()[0], signal.SIGKILL)
+            deadline = time.monotonic() + 20
+            while pool.restarts < n + 1 and time.monotonic() < deadline:
+                pool.request_error("x")  # reads the pipes: notices the death
+                time.sleep(0.02)
+            assert pool.restarts == n + 1
+            assert (pool.request_error("x") is None) == (n < 2)
+        e = pool.request_error("x")
+        assert isinstance(e, WorkerCrashed) and "3 times in a row" in str(e), e
+
+
+def test_pool_whose_workers_all_fail_to_start_raises() -> None:
+    with pytest.raises(PoolError, match="no mask worker could start"):
+        MaskWorkerPool(2, _BadVocab(), max_rows=2, vocab_size=VOCAB_SIZE, start_timeout=60)
 
 
 def test_hung_worker_times_out_is_killed_and_replaced() -> None:
