@@ -512,7 +512,7 @@ def _register_factorspec() -> None:
     import factorspec.integrations.sglang as fs_sglang
 
     fs_sglang.register()
-    from factorspec.integrations.sglang.worker import drafter_requested
+    from factorspec.integrations.sglang.ngram_worker import drafter_requested
 
     if drafter_requested():
         fs_sglang.install_drafter()
