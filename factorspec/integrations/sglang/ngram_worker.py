@@ -154,6 +154,7 @@ class FactorSpecNGRAMWorker(_ORIGINAL_NGRAM_WORKER):
         self._factorspec_stats_path = os.environ.get("FACTORSPEC_SGLANG_STATS") or None
         self._packed_target = _PackedVerifyTarget(self._target_worker, self)
         self._factorspec_in_step = False
+        self._step: dict[str, Any] = {}
         logger.info("FactorSpec drafter active (N=%d draft tokens per request, %s widths)", self.draft_token_num,
                     "per-request" if self.factorspec_ragged else "fixed")
 
@@ -168,10 +169,17 @@ class FactorSpecNGRAMWorker(_ORIGINAL_NGRAM_WORKER):
 
     def forward_batch_generation(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
         self._factorspec_in_step = True
+        self._step = {}
+        _MASK_TIME[0] = 0.0
+        t0 = time.perf_counter()
         try:
             return super().forward_batch_generation(batch, *args, **kwargs)
         finally:
             self._factorspec_in_step = False
+            if self._step.get("forward_tokens") is not None:
+                self._step["grammar_mask_s"] = round(_MASK_TIME[0], 6)
+                self._step["step_s"] = round(time.perf_counter() - t0, 6)
+                self._write_step()
 
     def _ragged_ok(self) -> bool:
         """Ragged verify needs the attention backend that reads ``factorspec_qo_lens``."""
@@ -187,7 +195,9 @@ class FactorSpecNGRAMWorker(_ORIGINAL_NGRAM_WORKER):
         return ok
 
     def _prepare_draft_tokens(self, batch: Any) -> tuple[np.ndarray, np.ndarray]:
+        t0 = time.perf_counter()
         req_drafts, mask = super()._prepare_draft_tokens(batch)
+        t1 = time.perf_counter()
         if self.factorspec_drafter.N != self.draft_token_num:  # adaptive speculation changed N
             self.factorspec_drafter.close()
             self.factorspec_drafter = self._new_drafter()
@@ -195,6 +205,9 @@ class FactorSpecNGRAMWorker(_ORIGINAL_NGRAM_WORKER):
         qo = [self.draft_token_num] * len(batch.reqs) if ragged else None
         req_drafts, mask, self.factorspec_last = overwrite_with_factorspec(
             self.factorspec_drafter, batch.reqs, req_drafts, mask, ragged=ragged, qo_lens=qo)
+        if hasattr(self, "_step"):
+            self._step["corpus_s"] = round(t1 - t0, 6)
+            self._step["factorspec_draft_s"] = round(time.perf_counter() - t1, 6)
         self.factorspec_qo_lens = qo if (qo is not None and self.factorspec_last is not None) else None
         return req_drafts, mask
 
@@ -205,19 +218,49 @@ class FactorSpecNGRAMWorker(_ORIGINAL_NGRAM_WORKER):
             batch.spec_info.factorspec_qo_lens = list(self.factorspec_qo_lens)
 
     def _record(self, bs: int, N: int, qo_lens: list[int], res: Any, seconds: float) -> None:
-        """One verify forward's shape, from the logits the model returned (not from our plan)."""
+        """One verify forward's shape, from the logits the model returned (not from our plan),
+        and its time; written with the step's other timings at the end of the step."""
         if self._factorspec_stats_path is None:
             return
         logits = getattr(getattr(res, "logits_output", None), "next_token_logits", None)
-        rec = {"bs": bs, "N": N, "qo_lens": qo_lens, "ragged": qo_lens != [N] * bs,
-               "forward_tokens": int(logits.shape[0]) if logits is not None else None, "seconds": round(seconds, 6)}
+        self._step.update({"bs": bs, "N": N, "qo_lens": qo_lens, "ragged": qo_lens != [N] * bs,
+                           "forward_tokens": int(logits.shape[0]) if logits is not None else None,
+                           "seconds": round(seconds, 6)})
+
+    def _write_step(self) -> None:
+        """One JSON line per verify step: shape; seconds = the verify forward; corpus_s, the NGRAM
+        corpus lookup; factorspec_draft_s, FactorSpec's drafts; grammar_mask_s, SGLang's grammar
+        mask over the tree (FactorSpec's grammar objects); step_s, the worker's whole step."""
+        if self._factorspec_stats_path is None:
+            return
         with open(self._factorspec_stats_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
+            f.write(json.dumps(self._step) + "\n")
+
+
+_MASK_TIME = [0.0]  # seconds in SGLang's grammar-mask build this step (one scheduler thread)
+
+
+def _timed_grammar_mask(fn: Any) -> Any:
+    """``build_grammar_vocab_mask``, timed (for the step breakdown); same arguments and result."""
+    if getattr(fn, "__factorspec_timed__", False):
+        return fn
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _MASK_TIME[0] += time.perf_counter() - t0
+
+    wrapper.__factorspec_timed__ = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def install_drafter() -> None:
-    """Make SGLang's NGRAM algorithm create :class:`FactorSpecNGRAMWorker` in this process."""
+    """Make SGLang's NGRAM algorithm create :class:`FactorSpecNGRAMWorker` in this process (and
+    time its grammar-mask build: a wrapper, same behaviour)."""
     _ngram_worker_module.NGRAMWorker = FactorSpecNGRAMWorker
+    _ngram_worker_module.build_grammar_vocab_mask = _timed_grammar_mask(_ngram_worker_module.build_grammar_vocab_mask)
 
 
 def drafter_requested() -> bool:
