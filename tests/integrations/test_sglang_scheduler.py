@@ -40,7 +40,7 @@ SERVER_BOOT_S = 900
 def _problems():
     """Two NATURAL PLAN trip instances: one with two valid plans (the model's choice decides, so
     token identity depends on the verify forward), and examples/trip_plan (exactly one plan)."""
-    from factorspec.natural_plan import generate, iter_plans, parse_instance
+    from benchmarks.natural_plan import generate, iter_plans, parse_instance
 
     choice = None
     for k, raw in enumerate(generate(3, 0, 20)):
@@ -152,7 +152,7 @@ def ready_server(server):
 
 def _engine_run(model_dir, drafter: bool):
     from factorspec.integrations.sglang.cpu import cpu_engine
-    from factorspec.natural_plan import json_prompt, to_spec
+    from benchmarks.natural_plan import json_prompt, to_spec
 
     choice, trip = _problems()
     prompts = [json_prompt(choice), "Plan the trip as JSON: " + trip["description"]]
@@ -180,7 +180,7 @@ def plain_run(model_dir, spec_run):  # after spec_run: one engine at a time
 
 def test_sglang_engine_ngram_factorspec_drafter_records_valid(spec_run):
     from factorspec.graph import compile_spec
-    from factorspec.natural_plan import check_plan
+    from benchmarks.natural_plan import check_plan
 
     for k, (out, schema) in enumerate(zip(spec_run["outs"], spec_run["schemas"])):
         rec = json.loads(out["text"])
@@ -207,7 +207,7 @@ def test_sglang_engine_ngram_token_identical_to_no_speculation(spec_run, plain_r
 
 def test_sglang_server_response_format_with_relations(ready_server):
     from factorspec.graph import compile_spec
-    from factorspec.natural_plan import check_plan, json_prompt, to_spec
+    from benchmarks.natural_plan import check_plan, json_prompt, to_spec
 
     choice, _ = _problems()
     spec = to_spec(choice)
@@ -224,7 +224,7 @@ def test_sglang_server_response_format_with_relations(ready_server):
 
 def test_sglang_server_malformed_spec_is_400_and_server_stays_healthy(ready_server):
     choice, _ = _problems()
-    from factorspec.natural_plan import to_spec
+    from benchmarks.natural_plan import to_spec
 
     bad = to_spec(choice)
     bad["x-factorspec"]["relations"] = [{"name": "broken", "expr": "itinerary[0].no_such_field == 1 and ("}]

@@ -405,7 +405,8 @@ def _verify_backend_class():
         """``torch_native`` plus TARGET_VERIFY: request ``b``'s ``N`` verify queries attend to its
         committed prefix (``seq_lens[b]`` tokens, all visible) and to the drafts its tree mask
         allows (``custom_mask``: ``[bs, N, N]`` ancestor-or-self, or SGLang's full per-request
-        ``[N, prefix + N]`` layout)."""
+        ``[N, prefix + N]`` layout). With ``spec_info.factorspec_qo_lens`` (per-request widths)
+        request ``b`` has only its first ``n_b`` nodes in the batch, packed: ``sum_b n_b`` queries."""
 
         def forward_extend(self, q, k, v, layer, forward_batch, save_kv_cache=True):
             if not forward_batch.forward_mode.is_target_verify():
@@ -431,14 +432,21 @@ def _verify_backend_class():
             reqs = forward_batch.req_pool_indices.tolist()
             cm = spec.custom_mask.reshape(-1).to(torch.bool)
             qlen_only = cm.numel() == bs * N * N
+            # per-request widths (factorspec ngram_worker): request b's first n_b of its N nodes,
+            # packed in q/k/v and out_cache_loc; its mask block stays [N, N]
+            qo = getattr(spec, "factorspec_qo_lens", None)
+            if qo is not None and not qlen_only:
+                raise NotImplementedError("ragged tree verify needs the [bs, N, N] tree mask")
             window = layer.sliding_window_size if (layer.sliding_window_size is not None
                                                    and layer.sliding_window_size > -1) else None
             off = 0
+            q_off = 0
             for b in range(bs):
                 L = seq_lens[b]
+                n = N if qo is None else int(qo[b])
                 if qlen_only:
-                    tree = cm[b * N * N:(b + 1) * N * N].view(N, N)
-                    mask = torch.cat([torch.ones((N, L), dtype=torch.bool, device=tree.device), tree], dim=1)
+                    tree = cm[b * N * N:(b + 1) * N * N].view(N, N)[:n, :n]
+                    mask = torch.cat([torch.ones((n, L), dtype=torch.bool, device=tree.device), tree], dim=1)
                 else:
                     mask = cm[off:off + N * (L + N)].view(N, L + N)
                     off += N * (L + N)
@@ -448,14 +456,17 @@ def _verify_backend_class():
                     k_pos = torch.cat([torch.arange(L, device=mask.device), q_pos])
                     mask = mask & (k_pos[None, :] >= q_pos[:, None] - window)
                 locs = torch.cat([req_to_token[reqs[b], :L].to(torch.int64),
-                                  cache_loc[b * N:(b + 1) * N].to(torch.int64)])
-                qb = q_[b * N:(b + 1) * N].movedim(0, 1)  # [H, N, D]
+                                  cache_loc[q_off:q_off + n].to(torch.int64)])
+                qb = q_[q_off:q_off + n].movedim(0, 1)  # [H, n, D]
                 kb = k_cache[locs].movedim(0, 1).to(qb.dtype)
                 vb = v_cache[locs].movedim(0, 1).to(qb.dtype)
                 out = torch.nn.functional.scaled_dot_product_attention(
                     qb.unsqueeze(0), kb.unsqueeze(0), vb.unsqueeze(0), attn_mask=mask.to(qb.device),
                     scale=layer.scaling, enable_gqa=layer.tp_q_head_num != layer.tp_k_head_num)
-                o_[b * N:(b + 1) * N] = out.squeeze(0).movedim(1, 0)
+                o_[q_off:q_off + n] = out.squeeze(0).movedim(1, 0)
+                q_off += n
+            if q_off != q_.shape[0]:
+                raise RuntimeError(f"tree verify: {q_.shape[0]} queries for {q_off} nodes")
             return o
 
     _TorchNativeVerifyAttnBackend.__name__ = "TorchNativeVerifyAttnBackend"
@@ -512,7 +523,7 @@ def _register_factorspec() -> None:
     import factorspec.integrations.sglang as fs_sglang
 
     fs_sglang.register()
-    from factorspec.integrations.sglang.worker import drafter_requested
+    from factorspec.integrations.sglang.ngram_worker import drafter_requested
 
     if drafter_requested():
         fs_sglang.install_drafter()
@@ -536,14 +547,22 @@ def cpu_engine_kwargs(**overrides: Any) -> dict[str, Any]:
     return kw
 
 
-def cpu_engine(model_path: str, drafter: bool = True, draft_tokens: int = 16, **overrides: Any):
+def cpu_engine(model_path: str, drafter: bool = True, draft_tokens: int = 16, ragged: bool = False,
+               stats_path: str | None = None, **overrides: Any):
     """An ``sglang.Engine`` on CPU with FactorSpec as grammar backend and, when ``drafter``, NGRAM
     speculation with FactorSpec's drafts (``speculative_num_draft_tokens=draft_tokens``). Extra
     keyword arguments go to the Engine (``drafter=False`` and no ``speculative_algorithm``: no
-    speculation). Scheduler and detokenizer processes run this module's entry points."""
+    speculation). ``ragged``: per-request verify widths (``FACTORSPEC_SGLANG_RAGGED``);
+    ``stats_path``: one JSON line per verify forward (``FACTORSPEC_SGLANG_STATS``). Scheduler and
+    detokenizer processes run this module's entry points (and inherit the environment)."""
     for k, v in cpu_environment().items():
         os.environ.setdefault(k, v)
     os.environ["FACTORSPEC_SGLANG_DRAFTER"] = "1" if drafter else "0"
+    os.environ["FACTORSPEC_SGLANG_RAGGED"] = "1" if ragged else "0"
+    if stats_path:
+        os.environ["FACTORSPEC_SGLANG_STATS"] = str(stats_path)
+    else:
+        os.environ.pop("FACTORSPEC_SGLANG_STATS", None)
     install()
     _register_factorspec()
     from sglang.srt.entrypoints.engine import (

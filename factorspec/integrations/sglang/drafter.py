@@ -14,12 +14,20 @@ two arrays from FactorSpec drafts (certain run + small tree per request, each at
 :func:`factorspec.kernels.build_tree_verify_inputs`, and fills grammar mask rows for every verify
 position.
 
-Widths: SGLang's verify forward is ``N`` tokens per request, so a request whose width is below
-``N - 1`` is padded. Pads hang below the root and repeat the root's first child (or, with no
-draft, the first token allowed at the root); the greedy verifier takes the first matching sibling,
-so a duplicate is never chosen over the real node, and a pad accepted on its own is the target's
-own masked greedy choice, so acceptance stays exact. The per-request widths are real in FactorSpec's
-ragged kernels (``cu_nodes``); SGLang's attention and KV allocation for NGRAM are fixed-N.
+Widths, fixed (``ragged=False``, SGLang's own layout): SGLang's verify forward is ``N`` tokens per
+request, so a request whose width is below ``N - 1`` is padded. Pads hang below the root and
+repeat the root's first child (or, with no draft, the first token allowed at the root); the greedy
+verifier takes the first matching sibling, so a duplicate is never chosen over the real node, and
+a pad accepted on its own is the target's own masked greedy choice, so acceptance stays exact.
+
+Widths, ragged (``ragged=True``): request ``b`` has ``n_b = 1 + w_b`` real nodes, built by
+:func:`factorspec.kernels.build_tree_verify_inputs` over the ragged trees (``cu_nodes``), and
+``qo_lens[b] = n_b``. The arrays keep NGRAM's ``[bs * N]`` / ``[bs * N * N]`` shapes (SGLang's
+retrieval, KV move and sampling index them as ``b * N + j``), but the ``N - n_b`` slots past
+``n_b`` are inert: their mask row is the node alone (no ancestor), so the tree reconstruction
+gives them no parent and neither the greedy verifier nor the grammar walk can reach them. The
+worker (:mod:`factorspec.integrations.sglang.ngram_worker`) then forwards only the ``n_b``
+real nodes of each request (``sum_b n_b`` tokens, packed) and scatters their logits back.
 
 Overlap: :meth:`FactorSpecDrafter.prefetch` computes, on a background thread, the next step's
 drafts for the acceptance outcomes the constraints make certain (every certain token is accepted;
@@ -32,9 +40,10 @@ Needs torch and ``factorspec.kernels``; does not import sglang.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -48,7 +57,7 @@ def _matcher_of(g: Any) -> Matcher:
     return g if isinstance(g, Matcher) else g.matcher
 
 
-def _accepted_of(g: Any) -> Optional[List[int]]:
+def _accepted_of(g: Any) -> Optional[list[int]]:
     return getattr(g, "accepted_tokens", None)
 
 
@@ -58,11 +67,14 @@ class NgramDrafts:
 
     draft_tokens: np.ndarray  # [bs * N] int64: per request root, then N - 1 nodes
     tree_mask: np.ndarray  # [bs * N * N] bool, ancestor-or-self
-    parents: List[List[int]]  # per request N local parents (root -1)
-    widths: List[int]  # real (non-pad) draft tokens per request
-    certain: List[List[bool]]  # per request N flags (root True; pads False)
+    parents: list[list[int]]  # per request N local parents (root -1)
+    widths: list[int]  # real (non-pad) draft tokens per request
+    certain: list[list[bool]]  # per request N flags (root True; pads False)
     num_draft_tokens: int = 0
-    trees: List[DraftTree] = field(default_factory=list)
+    trees: list[DraftTree] = field(default_factory=list)
+    # nodes to verify per request: N each (fixed), or 1 + width (ragged: the slots past it are inert)
+    qo_lens: list[int] = field(default_factory=list)
+    ragged: bool = False
 
     @property
     def batch_size(self) -> int:
@@ -87,7 +99,7 @@ class FactorSpecDrafter:
         self._pending: Optional[Future] = None
         self._lock = threading.Lock()
         # id(grammar) -> (base accepted tokens, width, {accepted-suffix tuple: DraftTree})
-        self._cache: dict[int, Tuple[Tuple[int, ...], int, dict]] = {}
+        self._cache: dict[int, tuple[tuple[int, ...], int, dict]] = {}
 
     # -- single request ---------------------------------------------------------------------------
     def width_for(self, grammar: Any, batch_size: int) -> int:
@@ -109,7 +121,7 @@ class FactorSpecDrafter:
         return m.draft(width, self.max_branches)
 
     # -- batch: NGRAM layout ----------------------------------------------------------------------
-    def pad_tree(self, grammar: Any, tree: DraftTree) -> Tuple[List[int], List[int], List[bool]]:
+    def pad_tree(self, grammar: Any, tree: DraftTree) -> tuple[list[int], list[int], list[bool]]:
         """(tokens, parents, certain) of the N - 1 non-root nodes: the tree, then pads below the root."""
         n_pad = self.N - 1 - len(tree)
         if n_pad < 0:
@@ -130,10 +142,12 @@ class FactorSpecDrafter:
         return toks, par, cert
 
     def build(self, grammars: Sequence[Any], roots: Sequence[int],
-              trees: Optional[Sequence[DraftTree]] = None, widths: Optional[Sequence[int]] = None) -> NgramDrafts:
+              trees: Optional[Sequence[DraftTree]] = None, widths: Optional[Sequence[int]] = None,
+              ragged: bool = False) -> NgramDrafts:
         """Drafts for a batch (``grammars[b]``: a SGLangFactorSpecGrammar or Matcher at the state after
         ``roots[b]``) in NGRAM's ``req_drafts`` / ``mask`` layout; the mask comes from
-        :func:`factorspec.kernels.build_tree_verify_inputs`."""
+        :func:`factorspec.kernels.build_tree_verify_inputs`. ``ragged``: no pads, each request
+        verifies its own ``1 + width`` nodes (module docstring)."""
         from factorspec.kernels import build_tree_verify_inputs
 
         bs, N = len(grammars), self.N
@@ -142,9 +156,11 @@ class FactorSpecDrafter:
             widths = [self.width_for(g, bs) for g in grammars]
         if trees is None:
             trees = [self.draft(g, w) for g, w in zip(grammars, widths)]
+        if ragged:
+            return self._build_ragged(roots, trees)
         tokens = np.empty(bs * N, dtype=np.int64)
-        parents: List[List[int]] = []
-        certain: List[List[bool]] = []
+        parents: list[list[int]] = []
+        certain: list[list[bool]] = []
         for b, (g, tree) in enumerate(zip(grammars, trees)):
             toks, par, cert = self.pad_tree(g, tree)
             tokens[b * N] = int(roots[b])
@@ -153,7 +169,36 @@ class FactorSpecDrafter:
             certain.append([True] + cert)
         vi = build_tree_verify_inputs(parents, None, [0] * bs, build_full_mask=False, backend="torch")
         mask = vi.tree_mask_qlen.numpy().astype(bool, copy=False)
-        return NgramDrafts(tokens, mask, parents, [len(t) for t in trees], certain, N, list(trees))
+        return NgramDrafts(tokens, mask, parents, [len(t) for t in trees], certain, N, list(trees), [N] * bs)
+
+    def _build_ragged(self, roots: Sequence[int], trees: Sequence[DraftTree]) -> NgramDrafts:
+        """Ragged layout: request ``b``'s ``n_b`` real nodes at ``b * N ..``, the rest inert."""
+        from factorspec.kernels import build_tree_verify_inputs
+
+        bs, N = len(trees), self.N
+        tokens = np.empty(bs * N, dtype=np.int64)
+        parents: list[list[int]] = []
+        certain: list[list[bool]] = []
+        for b, tree in enumerate(trees):
+            if len(tree) > N - 1:
+                raise ValueError(f"draft of {len(tree)} tokens exceeds N - 1 = {N - 1}")
+            n = 1 + len(tree)
+            tokens[b * N] = int(roots[b])
+            tokens[b * N + 1:b * N + n] = tree.tokens
+            tokens[b * N + n:(b + 1) * N] = int(roots[b])  # inert slots: never forwarded nor reached
+            parents.append([-1] + [p + 1 for p in tree.parents])
+            certain.append([True] + list(tree.certain))
+        vi = build_tree_verify_inputs(parents, None, [0] * bs, build_full_mask=False, backend="torch")
+        qlen = vi.tree_mask_qlen.numpy().astype(bool, copy=False)
+        mask = np.zeros((bs, N, N), dtype=bool)
+        mask[:, np.arange(N), np.arange(N)] = True  # inert slots: the node alone, no parent
+        off = 0
+        for b, par in enumerate(parents):
+            n = len(par)
+            mask[b, :n, :n] = qlen[off:off + n * n].reshape(n, n)
+            off += n * n
+        return NgramDrafts(tokens, mask.reshape(-1), parents, [len(t) for t in trees], certain, N, list(trees),
+                           [len(p) for p in parents], True)
 
     def verify_inputs(self, drafts: NgramDrafts, prefix_lens: Sequence[int], device: Any = "cpu",
                       build_full_mask: bool = True):
@@ -178,14 +223,14 @@ class FactorSpecDrafter:
             out = torch.full((bs * N, words), -1, dtype=torch.int32)
         for b, g in enumerate(grammars):
             m = _matcher_of(g).clone()
-            par = drafts.parents[b]
+            par = drafts.parents[b]  # N nodes (fixed) or the n_b real ones (ragged)
             toks = drafts.draft_tokens[b * N:(b + 1) * N]
-            children: List[List[int]] = [[] for _ in range(N)]
-            for j in range(1, N):
+            children: list[list[int]] = [[] for _ in range(N)]
+            for j in range(1, len(par)):
                 children[par[j]].append(j)
             rows = out[b * N:(b + 1) * N]
             # depth-first: (node, entering?)
-            stack: List[Tuple[int, bool]] = [(0, True)]
+            stack: list[tuple[int, bool]] = [(0, True)]
             while stack:
                 j, enter = stack.pop()
                 if not enter:
@@ -273,7 +318,7 @@ class FactorSpecDrafter:
                 self._cache[gid] = (base, width, table)
 
 
-def _leaf_paths(tree: DraftTree) -> List[List[int]]:
+def _leaf_paths(tree: DraftTree) -> list[list[int]]:
     """Token paths root -> each node that has no child (the empty path when the tree is empty)."""
     n = len(tree)
     if n == 0:
