@@ -7,6 +7,9 @@ A configuration is (stack of pending tasks, solver State). Tasks, top of the sta
   ('A', path, k)               an array with k items written (next: another item, or ']')
   ('S', path, prefix)          inside an enum/number text
   ('T', path, nchars, esc, pend)  inside a free-text string body
+  ('G', path, n) / ('H', path, n)  members / items of an object / array inside an any-value
+A union node's value starts as any of its alternatives (path element ('|', i)); an any-value's
+parts live at path + ('#s',) (a string), ('#n',) (a number), ('#v',) (a member or item).
 A set of configurations is the automaton state (choices such as optional fields can share a
 prefix). Every transition keeps the text a prefix of some valid record: values are checked
 against the solver's exact feasible sets, structural choices against array lengths/presence.
@@ -56,7 +59,9 @@ class TextMachine:
         if n is None:
             node = self.spec.template
             for p in path:
-                if isinstance(node, Obj):
+                if isinstance(node, Scalar):
+                    node = _sub_node(node, p)
+                elif isinstance(node, Obj):
                     node = next(f.node for f in node.fields if f.key == p)
                 else:
                     assert isinstance(node, Arr)  # a path goes through objects and arrays only
@@ -91,6 +96,8 @@ class TextMachine:
                 work.extend(self._fields(rest, top, sol))
             elif kind == "A":
                 work.extend(self._items(rest, top, sol))
+            elif kind == "G" or kind == "H":
+                work.extend(self._any_parts(rest, top, sol))
             else:
                 out.append((stack, sol))
         if len(self._expand_cache) > 200_000:
@@ -106,7 +113,29 @@ class TextMachine:
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
         if node.kind == "string":
             return [(rest + (("T", path, 0, 0, 0), ("L", b'"')), sol)]
+        if node.kind == "union":
+            return [(rest + (("V", path + (("|", i),)),), sol) for i in range(len(node.alts))]
+        if node.kind == "any":
+            return [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
+                    (rest + (("S", path + ("#n",), b""),), sol),
+                    (rest + (("L", b"true"),), sol), (rest + (("L", b"false"),), sol),
+                    (rest + (("L", b"null"),), sol),
+                    (rest + (("G", path, 0), ("L", b"{")), sol),
+                    (rest + (("H", path, 0), ("L", b"[")), sol)]
         return [(rest + (("S", path, b""),), sol)]
+
+    def _any_parts(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
+        """Inside an any-value's object (G) or array (H) with n parts written: close, or one more."""
+        kind, path, n = top
+        sep = self.sep if n else b""
+        child = ("V", path + ("#v",))
+        more: tuple
+        if kind == "G":
+            more = (("G", path, n + 1), child, ("L", self.key_sep), ("T", path + ("#s",), 0, 0, 0),
+                    ("L", sep + b'"'))
+            return [(rest + (("L", b"}"),), sol), (rest + more, sol)]
+        more = (("H", path, n + 1), child) + ((("L", sep),) if sep else ())
+        return [(rest + (("L", b"]"),), sol), (rest + more, sol)]
 
     def _fields(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
         _, path, j, n = top
@@ -454,7 +483,20 @@ class TextMachine:
         return None
 
 
+_ANY_STRING = Scalar("", "string")
+_ANY_NUMBER = Scalar("", "number")
+
+
+def _sub_node(node: Scalar, p: Any) -> LayoutNode:
+    """The node one path element below a union or any-value."""
+    if node.kind == "union":
+        return node.alts[p[1]]
+    assert node.kind == "any", node.kind
+    return _ANY_STRING if p == "#s" else _ANY_NUMBER if p == "#n" else node
+
+
 def _decimals(step: Fraction) -> int:
+
     d = 0
     while (step * 10 ** d).denominator != 1:
         d += 1
