@@ -143,8 +143,12 @@ class Field:
 
 @dataclass
 class Obj:
+    """An object: the declared fields in order, then (open objects only) members with other keys,
+    each value matching `extra` (additionalProperties true or a schema)."""
+
     pointer: str
     fields: list[Field]
+    extra: Optional[LayoutNode] = None
 
 
 @dataclass
@@ -188,8 +192,12 @@ class SchemaCompiler:
 
     MAX_DEPTH = 64
 
-    def __init__(self, doc: dict) -> None:
+    def __init__(self, doc: dict, open_objects: bool = False) -> None:
         self.doc = doc
+        # Open objects (additionalProperties true/schema) are byte-exact in textstate, but the
+        # Matcher has no fast path inside their extra keys yet (a full trie walk per token), so
+        # they stay off by default until it does.
+        self.open_objects = open_objects
         self._ref_stack: list[str] = []
         self._report: dict[tuple[str, str], str] = {}
 
@@ -482,19 +490,24 @@ class SchemaCompiler:
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
             raise SpecError(f"{ptr}/required", "required must be a list of strings")
         ap = s.get("additionalProperties", False)
-        if ap is not False:
+        if ap is not False and not self.open_objects:
             raise SpecError(f"{ptr}/additionalProperties",
                             "only additionalProperties: false is supported (the record layout is closed)")
+        extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
         fields = [Field(k, self.node(v, f"{ptr}/properties/{escape_pointer(k)}", depth + 1), k in req)
                   for k, v in props.items()]
         for r in dict.fromkeys(req):
             if r not in props:
-                if "additionalProperties" in s:
+                if ap is False and "additionalProperties" in s:
                     raise SpecError(f"{ptr}/required", f"required property {r!r} is not in properties "
                                     "and additionalProperties is false: no object fits")
                 self._note(ptr, "required", f"required property {r!r} is not in properties: any value")
-                fields.append(Field(r, Scalar(f"{ptr}/required", "any"), True))
+                fields.append(Field(r, extra if extra is not None else Scalar(f"{ptr}/required", "any"), True))
         nreq = sum(f.required for f in fields)
+        if extra is not None:
+            for k in ("minProperties", "maxProperties"):
+                if k in keys:
+                    raise SpecError(f"{ptr}/{k}", f"{k} on an open object (additionalProperties) is not supported")
         if "minProperties" in keys:
             n = _nonneg_int(s["minProperties"], ptr, "minProperties")
             if n > len(fields):
@@ -510,7 +523,7 @@ class SchemaCompiler:
             if n < len(fields):
                 raise SpecError(f"{ptr}/maxProperties", f"maxProperties {n} over optional properties is not "
                                 "supported")
-        return Obj(ptr, fields)
+        return Obj(ptr, fields, extra)
 
     def _array(self, s: dict, keys: set[str], ptr: str, depth: int) -> Arr:
         items = s.get("items", True)
@@ -690,6 +703,10 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
     if isinstance(node, Obj):
         parts = [f"{json.dumps(f.key, ensure_ascii=False)}{style.key_sep}{canonical_text(f.node, value[f.key], style)}"
                  for f in node.fields if f.key in value]
+        if node.extra is not None:
+            keys = {f.key for f in node.fields}
+            parts += [f"{json.dumps(k, ensure_ascii=False)}{style.key_sep}{canonical_text(node.extra, v, style)}"
+                      for k, v in value.items() if k not in keys]
         return "{" + style.item_sep.join(parts) + "}"
     if isinstance(node, Arr):
         return "[" + style.item_sep.join(canonical_text(node.item, v, style) for v in value) + "]"
@@ -710,7 +727,10 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
         keys = {f.key for f in node.fields}
         for k in value:
             if k not in keys:
-                out.append((path + (k,), "property not allowed (additionalProperties: false)"))
+                if node.extra is None:
+                    out.append((path + (k,), "property not allowed (additionalProperties: false)"))
+                else:
+                    out += schema_violations(node.extra, value[k], path + (k,))
         for f in node.fields:
             if f.key in value:
                 out += schema_violations(f.node, value[f.key], path + (f.key,))

@@ -217,3 +217,31 @@ def test_relation_on_a_union_is_refused_naming_it() -> None:
     with pytest.raises(SpecError) as ei:
         compile_spec(doc)
     assert ei.value.pointer == "/x-factorspec/relations/0" and "/properties/a" in str(ei.value)
+
+
+def test_open_object_automaton_is_exact() -> None:
+    """additionalProperties (off by default, see SchemaCompiler): extra keys never repeat a declared
+    key (also when escaped), extra values follow their schema, declared fields come first."""
+    from factorspec.graph.schema import SchemaCompiler
+    from factorspec.graph.textstate import TextMachine
+    sc = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}}, "required": ["a"],
+          "additionalProperties": {"type": "string", "maxLength": 2}}
+    with pytest.raises(SpecError):
+        compile_spec(sc)
+    cs = compile_spec({"type": "object", "properties": {}})  # a shell; swap in the open template
+    cs.template = SchemaCompiler(sc, open_objects=True).compile()
+    tm = TextMachine(cs)
+
+    def run(text: bytes) -> frozenset:
+        c = tm.initial()
+        for b in text:
+            c = tm.step(c, b)
+            if not c:
+                break
+        return c
+    assert run(b'{"a": 1, "a') and not run(b'{"a": 1, "a"')
+    assert run(b'{"a": 1, "\\u0061') and not run(b'{"a": 1, "\\u0061"')
+    assert tm.is_final(run(b'{"a": 1, "b": true, "zz": "xy", "q": ""}'))
+    assert not run(b'{"a": 1, "zz": "xyz')
+    assert not run(b'{"a": 1, "zz": 1')
+    assert cs.check({"a": 1, "zz": "xy"}) == [] and cs.check({"a": 1, "zz": "xyz"})
