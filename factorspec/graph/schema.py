@@ -1,8 +1,16 @@
 """JSON Schema subset -> an ordered record layout (a template tree).
 
 The template says what a record looks like; `ground.py` expands the parts that relations
-mention into solver variables. Everything unsupported is a `SpecError` naming the keyword and
-its JSON Pointer, never a silent ignore.
+mention into solver variables. A validation keyword FactorSpec cannot compile exactly is a
+`SpecError` naming the keyword and its JSON Pointer, never a silent ignore. Keywords that
+constrain nothing (annotations, unknown or vendor keywords such as `x-*`, draft-04 `id`,
+`format` unless enforced, keywords of another type than the node's) are ignored, as the JSON
+Schema specification says, and listed in the compile report (`SchemaCompiler.report`).
+
+Narrowings (sound: every text FactorSpec allows is valid for the schema; documented in
+docs/spec.md): an object without `additionalProperties` is closed; a schema without `type` but
+with type-implying keywords (`properties`, `items`, `minLength`, ...) takes those types; numbers
+are written without exponent; texts are compact (separators from `TextStyle`).
 """
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from factorspec.errors import SpecError
 from factorspec.graph.relations import format_decimal
@@ -18,6 +26,34 @@ from factorspec.graph.relations import format_decimal
 EXTENSION_KEY = "x-factorspec"
 ANNOTATIONS = {"title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated",
                "readOnly", "writeOnly", "$anchor"}
+# Keywords that never constrain an instance here: core identifiers (draft-04 `id` included; only
+# local '#/...' references are resolved, so a base URI changes nothing), annotations, and
+# `format`/`content*` (annotations by default since 2019-09; jsonschema does not assert them).
+IGNORED_KEYWORDS = ANNOTATIONS | {"id", "$vocabulary", "$dynamicAnchor", "$recursiveAnchor", "format",
+                                  "contentEncoding", "contentMediaType", "contentSchema", "$defs",
+                                  "definitions"}
+# Every validation/applicator keyword of drafts 4 to 2020-12. One of these that a node cannot
+# compile is refused; any other key is an unknown keyword and is ignored (and reported).
+VALIDATION_KEYWORDS = {
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "items", "additionalItems", "prefixItems", "maxItems", "minItems",
+    "uniqueItems", "contains", "minContains", "maxContains", "maxProperties", "minProperties", "required",
+    "properties", "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
+    "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "$ref",
+    "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
+}
+# keywords that only constrain instances of one JSON type (a no-op on the others)
+_TYPE_SPECIFIC = {
+    "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
+               "maxProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
+               "unevaluatedProperties"},
+    "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
+              "minContains", "maxContains", "unevaluatedItems"},
+    "string": {"minLength", "maxLength", "pattern"},
+    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+}
+_KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
+JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties"},
     "array": {"items", "minItems", "maxItems"},
@@ -36,7 +72,8 @@ def escape_pointer(key: str) -> str:
 @dataclass
 class Scalar:
     """A leaf. `kind`: enum, integer, fixed (number with multipleOf), boolean, string (free text),
-    number (free JSON number). Integer/fixed values are held as integers in units of `step`."""
+    number (free JSON number), any (any JSON value: the schema `true`/`{}`), union (one of `alts`;
+    relations never name a union or an any). Integer/fixed values are held as integers in units of `step`."""
 
     pointer: str
     kind: str
@@ -46,6 +83,7 @@ class Scalar:
     step: Union[int, Fraction] = 1
     min_len: int = 0
     max_len: int | None = None
+    alts: list[LayoutNode] = field(default_factory=list)  # kind "union": the alternatives (anyOf, type lists)
 
     @property
     def finite(self) -> bool:
@@ -110,8 +148,12 @@ class Field:
 
 @dataclass
 class Obj:
+    """An object: the declared fields in order, then (open objects only) members with other keys,
+    each value matching `extra` (additionalProperties true or a schema)."""
+
     pointer: str
     fields: list[Field]
+    extra: Optional[LayoutNode] = None
 
 
 @dataclass
@@ -148,20 +190,35 @@ def _nonneg_int(v: Any, ptr: str, kw: str) -> int:
 
 
 class SchemaCompiler:
-    """Turns a schema document into the template tree, resolving local `$ref`s."""
+    """Turns a schema document into the template tree, resolving local `$ref`s.
+
+    `report` lists, after `compile()`, every keyword that was ignored (it constrains nothing) or
+    every narrowing applied, as (JSON Pointer, keyword, note)."""
 
     MAX_DEPTH = 64
 
-    def __init__(self, doc: dict) -> None:
+    def __init__(self, doc: dict, open_objects: bool = False) -> None:
         self.doc = doc
+        # Open objects (additionalProperties true/schema) are byte-exact in textstate, but the
+        # Matcher has no fast path inside their extra keys yet (a full trie walk per token), so
+        # they stay off by default until it does.
+        self.open_objects = open_objects
         self._ref_stack: list[str] = []
+        self._report: dict[tuple[str, str], str] = {}
+
+    @property
+    def report(self) -> list[tuple[str, str, str]]:
+        return [(p, k, n) for (p, k), n in self._report.items()]
+
+    def _note(self, ptr: str, kw: str, note: str) -> None:
+        self._report.setdefault((f"{ptr}/{escape_pointer(kw)}" if kw else ptr or "/", kw), note)
 
     def compile(self) -> LayoutNode:
         if not isinstance(self.doc, dict):
             raise SpecError("", f"a spec must be a JSON object (a JSON Schema), got {type(self.doc).__name__}")
         return self.node(self.doc, "", 0)
 
-    def _resolve(self, ref: Any, ptr: str) -> tuple[dict, str]:
+    def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
         target: Any = self.doc
@@ -174,19 +231,40 @@ class SchemaCompiler:
                 target = target[int(part)]
             else:
                 raise SpecError(f"{ptr}/$ref", f"reference {ref!r} does not resolve")
-        if not isinstance(target, dict):
+        if not isinstance(target, (dict, bool)):
             raise SpecError(f"{ptr}/$ref", f"reference {ref!r} is not a schema object")
         return target, ref[1:] or ""
+
+    def _keywords(self, s: dict, ptr: str) -> set[str]:
+        """The validation keywords of a schema object; every other key is noted as ignored."""
+        keys = set()
+        for k, v in s.items():
+            if k in VALIDATION_KEYWORDS:
+                if _is_noop(k, v):
+                    continue
+                keys.add(k)
+            elif k == EXTENSION_KEY:
+                if ptr != "":
+                    raise SpecError(f"{ptr}/{k}", f"{k!r} is only allowed at the root of the spec")
+            elif k == "format":
+                self._note(ptr, k, f"format {v!r} is an annotation: not enforced")
+            elif k not in ANNOTATIONS and k not in ("$defs", "definitions"):
+                self._note(ptr, k, "not a validation keyword: ignored")
+        return keys
 
     def node(self, s: Any, ptr: str, depth: int) -> LayoutNode:
         if depth > self.MAX_DEPTH:
             raise SpecError(ptr, f"schema nests deeper than {self.MAX_DEPTH} levels")
         if s is True:
-            raise SpecError(ptr, "the schema 'true' (any value) is not supported: give a type")
+            return Scalar(ptr, "any")
+        if s is False:
+            raise SpecError(ptr, "the schema 'false' admits no value")
         if not isinstance(s, dict):
             raise SpecError(ptr, f"a schema must be an object, got {json.dumps(s)[:60]}")
-        if "$ref" in s:
-            others = set(s) - {"$ref"} - ANNOTATIONS - {"$defs", "definitions"}
+        s = _draft4_exclusive(s)
+        keys = self._keywords(s, ptr)
+        if "$ref" in keys:
+            others = keys - {"$ref"}
             if others:
                 k = sorted(others)[0]
                 raise SpecError(f"{ptr}/{escape_pointer(k)}", f"keyword {k!r} beside '$ref' is not supported")
@@ -199,33 +277,45 @@ class SchemaCompiler:
                 return self.node(target, tptr, depth + 1)
             finally:
                 self._ref_stack.pop()
-        allowed = set(ANNOTATIONS) | {"type", "enum", "const", "$defs", "definitions"}
-        if ptr == "":
-            allowed.add(EXTENSION_KEY)
+        for k in ("allOf", "not", "if", "then", "else", "$dynamicRef", "$recursiveRef"):
+            if k in keys:
+                raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
+        if "anyOf" in keys or "oneOf" in keys:
+            return self._union(s, keys, ptr, depth)
         typ = s.get("type")
+        types: list[str] | None = None
         if isinstance(typ, list):
-            raise SpecError(f"{ptr}/type", f"a list of types {typ} is not supported: give one type")
-        if typ is not None and (not isinstance(typ, str) or typ not in _TYPE_KEYWORDS):
+            if not typ or not all(isinstance(t, str) and t in _TYPE_KEYWORDS for t in typ):
+                raise SpecError(f"{ptr}/type", f"a list of types must name known types, got {json.dumps(typ)[:60]}")
+            types = [t for t in dict.fromkeys(typ) if not (t == "integer" and "number" in typ)]
+            if len(types) == 1:
+                typ, types = types[0], None
+        elif typ is not None and (not isinstance(typ, str) or typ not in _TYPE_KEYWORDS):
             raise SpecError(f"{ptr}/type", f"unknown type {typ!r}")
-        if "enum" in s or "const" in s:
-            allowed |= set().union(*_TYPE_KEYWORDS.values()) if typ is None else _TYPE_KEYWORDS[typ]
-        elif typ is None:
-            for k in s:
-                if k not in allowed:
-                    raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
-            raise SpecError(ptr, "schema has no 'type', 'enum' or 'const'")
-        else:
-            allowed |= _TYPE_KEYWORDS[typ]
-        for k in s:
-            if k not in allowed:
-                where = f" for type {typ!r}" if typ else ""
-                raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}{where}")
-        if "enum" in s or "const" in s:
-            return self._enum(s, ptr, typ)
+        if "enum" in keys or "const" in keys:
+            return self._enum(s, keys, ptr, types if types is not None else typ)
+        if typ is None and types is None:
+            types = [t for t in ("object", "array", "string", "number") if keys & _TYPE_SPECIFIC[t]]
+            if not types:
+                return Scalar(ptr, "any")
+            self._note(ptr, "type", f"no 'type': taken as {' or '.join(types)} from its keywords")
+            if len(types) == 1:
+                typ, types = types[0], None
+        if types is not None:
+            alts = [self.node({**s, "type": t}, ptr, depth) for t in types]
+            return Scalar(ptr, "union", alts=alts)
+        assert isinstance(typ, str)
+        base = "number" if typ == "integer" else typ
+        for k in sorted(keys - {"type"}):
+            t = _KEYWORD_TYPE.get(k)
+            if t is not None and t != base:
+                self._note(ptr, k, f"applies to {t}s only: a no-op for type {typ!r}")
+            elif k not in _TYPE_KEYWORDS[typ] and not (k == "additionalItems" and typ == "array"):
+                raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r} for type {typ!r}")
         if typ == "object":
-            return self._object(s, ptr, depth)
+            return self._object(s, keys, ptr, depth)
         if typ == "array":
-            return self._array(s, ptr, depth)
+            return self._array(s, keys, ptr, depth)
         if typ == "boolean":
             return Scalar(ptr, "enum", values=[False, True])
         if typ == "null":
@@ -236,10 +326,135 @@ class SchemaCompiler:
             if hi is not None and hi < lo:
                 raise SpecError(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
-        assert typ is not None  # no type, enum or const was refused above
         return self._numeric(s, ptr, typ)
 
-    def _enum(self, s: dict, ptr: str, typ: str | None) -> Scalar:
+    # -- anyOf / oneOf ----------------------------------------------------------------------------
+    def _union(self, s: dict, keys: set[str], ptr: str, depth: int) -> LayoutNode:
+        if "anyOf" in keys and "oneOf" in keys:
+            raise SpecError(f"{ptr}/oneOf", "keyword 'oneOf' beside 'anyOf' is not supported")
+        kw = "anyOf" if "anyOf" in keys else "oneOf"
+        alts = s[kw]
+        if not isinstance(alts, list) or not alts:
+            raise SpecError(f"{ptr}/{kw}", f"{kw} must be a non-empty list of schemas")
+        siblings = {k: s[k] for k in keys if k != kw}
+        if kw == "oneOf":
+            self._check_exclusive(alts, s, ptr)
+        nodes: list[LayoutNode] = []
+        for i, a in enumerate(alts):
+            aptr = f"{ptr}/{kw}/{i}"
+            if siblings:
+                a, aptr = self._merge(siblings, a, aptr, kw, ptr)
+            try:
+                n = self.node(a, aptr, depth + 1)
+            except SpecError as e:
+                if siblings and not _resolves(self.doc, e.pointer):
+                    raise SpecError(aptr, f"{e.message} (in the alternative merged with the keywords beside "
+                                          f"{kw})") from None
+                raise
+            nodes.extend(n.alts if isinstance(n, Scalar) and n.kind == "union" else [n])
+        return nodes[0] if len(nodes) == 1 else Scalar(ptr, "union", alts=nodes)
+
+    def _merge(self, siblings: dict, a: Any, aptr: str, kw: str, ptr: str) -> tuple[Any, str]:
+        """The alternative with the keywords beside anyOf/oneOf (an allOf of the two), where the
+        two share no keyword and no interacting group is split between them."""
+        while isinstance(a, dict) and "$ref" in a and not (self._keywords(a, aptr) - {"$ref"}):
+            if a["$ref"] in self._ref_stack:
+                raise SpecError(f"{aptr}/$ref", f"recursive reference {a['$ref']!r} is not supported")
+            a, aptr = self._resolve(a["$ref"], aptr)
+        if a is True:
+            return dict(siblings), ptr
+        if not isinstance(a, dict):
+            return a, aptr
+        akeys = {k for k in a if k in VALIDATION_KEYWORDS and not _is_noop(k, a[k])}
+        for k in sorted(akeys & set(siblings)):
+            if a[k] != siblings[k]:
+                raise SpecError(f"{aptr}/{escape_pointer(k)}", f"keyword {k!r} both beside {kw} ({ptr or '/'}) "
+                                "and in the alternative is not supported")
+        for group in _INTERACTING:
+            if (akeys & group) and (set(siblings) & group) and not (akeys & group) <= set(siblings):
+                k = sorted(akeys & group)[0]
+                raise SpecError(f"{aptr}/{escape_pointer(k)}", f"keyword {k!r} interacts with keywords beside "
+                                f"{kw} ({ptr or '/'}); that merge is not supported")
+        return {**siblings, **a}, aptr
+
+    def _type_set(self, a: Any, seen: int = 0) -> set[str]:
+        """JSON types an original (un-narrowed) schema admits, over-approximated."""
+        if seen > 16 or not isinstance(a, dict):
+            return set(JSON_TYPES) if a is not False else set()
+        if "$ref" in a:
+            try:
+                a = self._resolve(a["$ref"], "")[0]
+            except SpecError:
+                return set(JSON_TYPES)
+            return self._type_set(a, seen + 1)
+        out = set(JSON_TYPES)
+        if "const" in a or "enum" in a:
+            vals = [a["const"]] if "const" in a else a["enum"] if isinstance(a["enum"], list) else []
+            out &= {_json_type(v) for v in vals}
+        t = a.get("type")
+        if isinstance(t, str):
+            t = [t]
+        if isinstance(t, list):
+            out &= {"number" if x == "integer" else x for x in t if isinstance(x, str)}
+        for k in ("anyOf", "oneOf"):
+            if isinstance(a.get(k), list):
+                out &= set().union(*(self._type_set(x, seen + 1) for x in a[k]))
+        return out
+
+    def _values(self, a: Any) -> Optional[set[str]]:
+        """The const/enum values of an original schema (canonical JSON), or None if not finite."""
+        if isinstance(a, dict) and "$ref" in a:
+            try:
+                a = self._resolve(a["$ref"], "")[0]
+            except SpecError:
+                return None
+        if not isinstance(a, dict):
+            return None
+        if "const" in a:
+            return {_canon(a["const"])}
+        if isinstance(a.get("enum"), list):
+            return {_canon(v) for v in a["enum"]}
+        return None
+
+    def _disjoint(self, a: Any, b: Any, parent: dict) -> bool:
+        pt = self._type_set(parent)
+        if not (self._type_set(a) & self._type_set(b) & pt):
+            return True
+        va, vb = self._values(a), self._values(b)
+        if va is not None and vb is not None and not (va & vb):
+            return True
+        # a discriminator: a property both require, with disjoint const/enum values
+        ra, rb = (self._resolve(x["$ref"], "")[0] if isinstance(x, dict) and "$ref" in x else x for x in (a, b))
+        if not (isinstance(ra, dict) and isinstance(rb, dict)):
+            return False
+        if not ((self._type_set(ra) & pt) <= {"object"} and (self._type_set(rb) & pt) <= {"object"}):
+            return False
+        qa, qb, pa, pb = ra.get("required"), rb.get("required"), ra.get("properties"), rb.get("properties")
+        if not (isinstance(qa, list) and isinstance(qb, list) and isinstance(pa, dict) and isinstance(pb, dict)):
+            return False
+        for k in qa:
+            if isinstance(k, str) and k in qb and k in pa and k in pb:
+                xa, xb = self._values(pa[k]), self._values(pb[k])
+                if xa is not None and xb is not None and not (xa & xb):
+                    return True
+        return False
+
+    def _check_exclusive(self, alts: list, parent: dict, ptr: str) -> None:
+        """oneOf is compiled as a union only when no value can match two alternatives."""
+        for i in range(len(alts)):
+            for j in range(i + 1, len(alts)):
+                try:
+                    ok = self._disjoint(alts[i], alts[j], parent)
+                except SpecError:
+                    ok = False
+                if not ok:
+                    raise SpecError(f"{ptr}/oneOf", f"oneOf alternatives #{i} and #{j} may both match one value; "
+                                    "FactorSpec compiles oneOf only when its alternatives are disjoint (different "
+                                    "types, different const/enum values, or a required property with different "
+                                    "const values): use anyOf if exclusivity does not matter")
+
+    # -- leaves and containers ----------------------------------------------------------------------
+    def _enum(self, s: dict, keys: set[str], ptr: str, typ: str | list[str] | None) -> Scalar:
         if "const" in s:
             values = [s["const"]]
             kw = "const"
@@ -247,6 +462,7 @@ class SchemaCompiler:
             values, kw = s["enum"], "enum"
             if not isinstance(values, list) or not values:
                 raise SpecError(f"{ptr}/enum", "enum must be a non-empty list")
+        types = [typ] if isinstance(typ, str) else typ
         out: list[Any] = []
         for i, v in enumerate(values):
             if isinstance(v, (dict, list)):
@@ -256,14 +472,14 @@ class SchemaCompiler:
                 if not math.isfinite(v):
                     raise SpecError(f"{ptr}/{kw}", f"{kw} value #{i} is not finite")
                 v = int(v) if v.is_integer() else Fraction(repr(v))
-            if typ is not None and not _matches_type(v, typ):
+            if types is not None and not any(_matches_type(v, t) for t in types):
                 continue  # JSON Schema: the value must also satisfy 'type'
             if any(type(v) is type(w) and v == w for w in out):
                 continue
             out.append(v)
         if not out:
             raise SpecError(f"{ptr}/{kw}", f"no {kw} value matches type {typ!r}")
-        other = set(s) - ANNOTATIONS - {"type", "enum", "const", "$defs", "definitions"}
+        other = keys - {"type", "enum", "const"}
         for k in sorted(other):
             # keywords beside enum must not exclude values silently: check them
             out = [v for v in out if _satisfies(v, k, s[k], ptr)]
@@ -271,34 +487,62 @@ class SchemaCompiler:
             raise SpecError(ptr, "no enum value satisfies the schema's other keywords")
         return Scalar(ptr, "enum", values=out)
 
-    def _object(self, s: dict, ptr: str, depth: int) -> Obj:
+    def _object(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
         props = s.get("properties", {})
         if not isinstance(props, dict):
             raise SpecError(f"{ptr}/properties", "properties must be an object")
         req = s.get("required", [])
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
             raise SpecError(f"{ptr}/required", "required must be a list of strings")
-        missing = [r for r in req if r not in props]
-        if missing:
-            raise SpecError(f"{ptr}/required", f"required property {missing[0]!r} is not in properties")
         ap = s.get("additionalProperties", False)
-        if ap is not False:
+        if ap is not False and not self.open_objects:
             raise SpecError(f"{ptr}/additionalProperties",
                             "only additionalProperties: false is supported (the record layout is closed)")
+        extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
         fields = [Field(k, self.node(v, f"{ptr}/properties/{escape_pointer(k)}", depth + 1), k in req)
                   for k, v in props.items()]
-        return Obj(ptr, fields)
+        for r in dict.fromkeys(req):
+            if r not in props:
+                if ap is False and "additionalProperties" in s:
+                    raise SpecError(f"{ptr}/required", f"required property {r!r} is not in properties "
+                                    "and additionalProperties is false: no object fits")
+                self._note(ptr, "required", f"required property {r!r} is not in properties: any value")
+                fields.append(Field(r, extra if extra is not None else Scalar(f"{ptr}/required", "any"), True))
+        nreq = sum(f.required for f in fields)
+        if extra is not None:
+            for k in ("minProperties", "maxProperties"):
+                if k in keys:
+                    raise SpecError(f"{ptr}/{k}", f"{k} on an open object (additionalProperties) is not supported")
+        if "minProperties" in keys:
+            n = _nonneg_int(s["minProperties"], ptr, "minProperties")
+            if n > len(fields):
+                raise SpecError(f"{ptr}/minProperties", f"minProperties {n} > the {len(fields)} properties "
+                                "of this closed object: no object fits")
+            if n > nreq:
+                raise SpecError(f"{ptr}/minProperties", f"minProperties {n} over optional properties is not "
+                                f"supported (only {nreq} are required)")
+        if "maxProperties" in keys:
+            n = _nonneg_int(s["maxProperties"], ptr, "maxProperties")
+            if n < nreq:
+                raise SpecError(f"{ptr}/maxProperties", f"maxProperties {n} < the {nreq} required properties")
+            if n < len(fields):
+                raise SpecError(f"{ptr}/maxProperties", f"maxProperties {n} over optional properties is not "
+                                "supported")
+        return Obj(ptr, fields, extra)
 
-    def _array(self, s: dict, ptr: str, depth: int) -> Arr:
-        if "items" not in s:
-            raise SpecError(ptr, "array needs 'items' (one schema for every item)")
-        if not isinstance(s["items"], dict):
+    def _array(self, s: dict, keys: set[str], ptr: str, depth: int) -> Arr:
+        items = s.get("items", True)
+        if isinstance(items, list):
             raise SpecError(f"{ptr}/items", "items must be one schema object (tuple forms are not supported)")
+        if "additionalItems" in keys:
+            self._note(ptr, "additionalItems", "a no-op when items is one schema")
+        if "items" not in s:
+            self._note(ptr, "items", "no 'items': items may be any JSON value")
         lo = _nonneg_int(s.get("minItems", 0), ptr, "minItems")
         hi = _nonneg_int(s["maxItems"], ptr, "maxItems") if "maxItems" in s else None
         if hi is not None and hi < lo:
             raise SpecError(f"{ptr}/maxItems", f"maxItems {hi} < minItems {lo}: no array fits")
-        return Arr(ptr, self.node(s["items"], f"{ptr}/items", depth + 1), lo, hi)
+        return Arr(ptr, self.node(items, f"{ptr}/items", depth + 1), lo, hi)
 
     def _numeric(self, s: dict, ptr: str, typ: str) -> Scalar:
         step: Fraction | int = 1
@@ -335,6 +579,77 @@ class SchemaCompiler:
         return Scalar(ptr, kind, lo=lo, hi=hi, step=step)
 
 
+_INTERACTING = ({"properties", "patternProperties", "additionalProperties", "unevaluatedProperties"},
+                {"items", "prefixItems", "additionalItems", "unevaluatedItems"},
+                {"contains", "minContains", "maxContains"}, {"if", "then", "else"},
+                {"minimum", "exclusiveMinimum"}, {"maximum", "exclusiveMaximum"})
+
+
+def _is_noop(k: str, v: Any) -> bool:
+    """A keyword whose value constrains nothing (e.g. minItems 0, uniqueItems false)."""
+    if k in ("minItems", "minLength", "minProperties", "minContains"):
+        return v == 0 and not isinstance(v, bool)
+    if k in ("patternProperties", "dependencies", "dependentRequired", "dependentSchemas"):
+        return v == {}
+    if k in ("uniqueItems",):
+        return v is False
+    if k in ("propertyNames", "additionalItems", "unevaluatedItems", "unevaluatedProperties", "contains"):
+        return v is True or v == {} if k != "contains" else False
+    if k in ("allOf",):
+        return v == []
+    return False
+
+
+def _draft4_exclusive(s: dict) -> dict:
+    """Draft-04 boolean exclusiveMinimum/exclusiveMaximum -> the numeric form of later drafts."""
+    if not any(isinstance(s.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum")):
+        return s
+    s = dict(s)
+    for ex, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(s.get(ex), bool):
+            if s.pop(ex) and bound in s:
+                s[ex] = s.pop(bound)
+    return s
+
+
+def _resolves(doc: Any, ptr: str) -> bool:
+    x = doc
+    for raw in ptr.lstrip("/").split("/") if ptr not in ("", "/") else []:
+        seg = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(x, dict) and seg in x:
+            x = x[seg]
+        elif isinstance(x, list) and seg.isdigit() and int(seg) < len(x):
+            x = x[int(seg)]
+        else:
+            return False
+    return True
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float, Fraction)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _canon(v: Any) -> str:
+    """Canonical JSON of a value (1 and 1.0 are the same number)."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
+        return "n" + str(Fraction(str(v))) if not (isinstance(v, float) and not math.isfinite(v)) else repr(v)
+    if isinstance(v, list):
+        return "[" + ",".join(_canon(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k) + ":" + _canon(x) for k, x in sorted(v.items())) + "}"
+    return repr(v)
+
+
 def _matches_type(v: Any, typ: str) -> bool:
     if typ == "string":
         return isinstance(v, str)
@@ -369,6 +684,14 @@ def compile_schema(doc: dict) -> LayoutNode:
     return SchemaCompiler(doc).compile()
 
 
+def compile_schema_report(doc: dict) -> tuple[LayoutNode, list[tuple[str, str, str]]]:
+    """The template tree and the compile report: every ignored keyword and every narrowing, as
+    (JSON Pointer, keyword, note)."""
+    c = SchemaCompiler(doc)
+    node = c.compile()
+    return node, c.report
+
+
 # ---------------------------------------------------------------------------------------------
 # Canonical text and record validation against the template.
 
@@ -385,9 +708,18 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
     if isinstance(node, Obj):
         parts = [f"{json.dumps(f.key, ensure_ascii=False)}{style.key_sep}{canonical_text(f.node, value[f.key], style)}"
                  for f in node.fields if f.key in value]
+        if node.extra is not None:
+            keys = {f.key for f in node.fields}
+            parts += [f"{json.dumps(k, ensure_ascii=False)}{style.key_sep}{canonical_text(node.extra, v, style)}"
+                      for k, v in value.items() if k not in keys]
         return "{" + style.item_sep.join(parts) + "}"
     if isinstance(node, Arr):
         return "[" + style.item_sep.join(canonical_text(node.item, v, style) for v in value) + "]"
+    if node.kind == "union":
+        alt = next((a for a in node.alts if not schema_violations(a, value)), node.alts[0])
+        return canonical_text(alt, value, style)
+    if node.kind == "any":
+        return json.dumps(value, ensure_ascii=False, separators=(style.item_sep, style.key_sep))
     return node.text(value)
 
 
@@ -400,7 +732,10 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
         keys = {f.key for f in node.fields}
         for k in value:
             if k not in keys:
-                out.append((path + (k,), "property not allowed (additionalProperties: false)"))
+                if node.extra is None:
+                    out.append((path + (k,), "property not allowed (additionalProperties: false)"))
+                else:
+                    out += schema_violations(node.extra, value[k], path + (k,))
         for f in node.fields:
             if f.key in value:
                 out += schema_violations(f.node, value[f.key], path + (f.key,))
@@ -422,6 +757,16 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
         for i, v in enumerate(value):
             out += schema_violations(item, v, path + (i,))
         return out
+    if node.kind == "any":
+        return out
+    if node.kind == "union":
+        best: Optional[list] = None
+        for a in node.alts:
+            v = schema_violations(a, value, path)
+            if not v:
+                return []
+            best = v if best is None or len(v) < len(best) else best
+        return best or []
     if node.kind == "string":
         if not isinstance(value, str):
             return [(path, f"expected a string, got {_dump(value)}")]

@@ -233,6 +233,8 @@ def _minimal(node: LayoutNode) -> Any:
     if isinstance(node, Arr):
         return [_minimal(node.item) for _ in range(node.min_items)]
     s: Scalar = node
+    if s.kind == "union":
+        return _minimal(s.alts[0])
     if s.kind == "enum":
         return s.values[0]
     if s.kind == "string":

@@ -7,6 +7,11 @@ A configuration is (stack of pending tasks, solver State). Tasks, top of the sta
   ('A', path, k)               an array with k items written (next: another item, or ']')
   ('S', path, prefix)          inside an enum/number text
   ('T', path, nchars, esc, pend)  inside a free-text string body
+  ('G', path, n) / ('H', path, n)  members / items of an object / array inside an any-value
+  ('E', path, n)               an open object's extra members (after its declared fields)
+  ('X', path, nchars, esc, pend, raw)  inside an extra member's key (never a declared key)
+A union node's value starts as any of its alternatives (path element ('|', i)); an any-value's
+parts live at path + ('#s',) (a string), ('#n',) (a number), ('#v',) (a member or item).
 A set of configurations is the automaton state (choices such as optional fields can share a
 prefix). Every transition keeps the text a prefix of some valid record: values are checked
 against the solver's exact feasible sets, structural choices against array lengths/presence.
@@ -45,6 +50,7 @@ class TextMachine:
         self._nodes: dict[tuple, LayoutNode] = {}
         self._expand_cache: dict = {}
         self._texts_cache: dict = {}
+        self._declared_cache: dict = {}
 
     # -- configurations -------------------------------------------------------------------------
     def initial(self) -> frozenset:
@@ -56,7 +62,12 @@ class TextMachine:
         if n is None:
             node = self.spec.template
             for p in path:
-                if isinstance(node, Obj):
+                if isinstance(node, Scalar):
+                    node = _sub_node(node, p)
+                elif isinstance(p, tuple):  # an open object's extra member value / key
+                    assert isinstance(node, Obj) and node.extra is not None
+                    node = node.extra if p == ("+",) else _ANY_STRING
+                elif isinstance(node, Obj):
                     node = next(f.node for f in node.fields if f.key == p)
                 else:
                     assert isinstance(node, Arr)  # a path goes through objects and arrays only
@@ -91,6 +102,10 @@ class TextMachine:
                 work.extend(self._fields(rest, top, sol))
             elif kind == "A":
                 work.extend(self._items(rest, top, sol))
+            elif kind == "E":
+                work.extend(self._extra(rest, top, sol))
+            elif kind == "G" or kind == "H":
+                work.extend(self._any_parts(rest, top, sol))
             else:
                 out.append((stack, sol))
         if len(self._expand_cache) > 200_000:
@@ -106,12 +121,66 @@ class TextMachine:
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
         if node.kind == "string":
             return [(rest + (("T", path, 0, 0, 0), ("L", b'"')), sol)]
+        if node.kind == "union":
+            return [(rest + (("V", path + (("|", i),)),), sol) for i in range(len(node.alts))]
+        if node.kind == "any":
+            return [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
+                    (rest + (("S", path + ("#n",), b""),), sol),
+                    (rest + (("L", b"true"),), sol), (rest + (("L", b"false"),), sol),
+                    (rest + (("L", b"null"),), sol),
+                    (rest + (("G", path, 0), ("L", b"{")), sol),
+                    (rest + (("H", path, 0), ("L", b"[")), sol)]
         return [(rest + (("S", path, b""),), sol)]
+
+    def _extra(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
+        """An open object after its declared fields: close, or a member with an undeclared key."""
+        _, path, n = top
+        more = (("E", path, n + 1), ("V", path + (("+",),)), ("L", self.key_sep), ("X", path, 0, 0, 0, b""),
+                ("L", (self.sep if n else b"") + b'"'))
+        return [(rest + (("L", b"}"),), sol), (rest + more, sol)]
+
+    def _declared(self, path: tuple) -> tuple[frozenset, int]:
+        hit = self._declared_cache.get(path)
+        if hit is None:
+            node: Obj = self.node_at(path)  # type: ignore[assignment]
+            keys = frozenset(f.key for f in node.fields)
+            hit = self._declared_cache[path] = (keys, 6 * max((len(k) for k in keys), default=0) + 6)
+        return hit
+
+    def _key_byte(self, top: tuple, b: int) -> Any:
+        """One byte of an extra member's key: a JSON string body that does not decode to a declared
+        key (`raw` is kept while it could still be one)."""
+        _, path, nchars, esc, pend, raw = top
+        nxt = self._string_byte(("T", path + (("+s",),), nchars, esc, pend), b)
+        if nxt is None:
+            return None
+        keys, limit = self._declared(path)
+        if nxt == "end":
+            if raw is not None and json.loads(b'"' + raw + b'"') in keys:
+                return None
+            return "end"
+        raw = raw + bytes([b]) if raw is not None and len(raw) < limit else None
+        return ("X", path, nxt[2], nxt[3], nxt[4], raw)
+
+    def _any_parts(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
+        """Inside an any-value's object (G) or array (H) with n parts written: close, or one more."""
+        kind, path, n = top
+        sep = self.sep if n else b""
+        child = ("V", path + ("#v",))
+        more: tuple
+        if kind == "G":
+            more = (("G", path, n + 1), child, ("L", self.key_sep), ("T", path + ("#s",), 0, 0, 0),
+                    ("L", sep + b'"'))
+            return [(rest + (("L", b"}"),), sol), (rest + more, sol)]
+        more = (("H", path, n + 1), child) + ((("L", sep),) if sep else ())
+        return [(rest + (("L", b"]"),), sol), (rest + more, sol)]
 
     def _fields(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
         _, path, j, n = top
         node: Obj = self.node_at(path)  # type: ignore[assignment]
         if j == len(node.fields):
+            if node.extra is not None:
+                return [(rest + (("E", path, n),), sol)]
             return [(rest + (("L", b"}"),), sol)]
         f = node.fields[j]
         fpath = path + (f.key,)
@@ -311,8 +380,8 @@ class TextMachine:
             elif self._num_viable(path, sol, np_):
                 out.append((stack[:-1] + (("S", path, np_),), sol))
             return
-        if kind == "T":
-            nxt = self._string_byte(top, b)
+        if kind == "T" or kind == "X":
+            nxt = self._string_byte(top, b) if kind == "T" else self._key_byte(top, b)
             if nxt is None:
                 return
             if nxt == "end":
@@ -399,6 +468,8 @@ class TextMachine:
             top = stack[-1]
             if top[0] == "L":
                 out.add(top[1][0])
+            elif top[0] == "X":
+                return None
             elif top[0] == "T":
                 node: Scalar = self.node_at(top[1])  # type: ignore[assignment]
                 if top[3] == 0 and top[4] == 0 and node.max_len is not None and top[2] >= node.max_len:
@@ -454,7 +525,20 @@ class TextMachine:
         return None
 
 
+_ANY_STRING = Scalar("", "string")
+_ANY_NUMBER = Scalar("", "number")
+
+
+def _sub_node(node: Scalar, p: Any) -> LayoutNode:
+    """The node one path element below a union or any-value."""
+    if node.kind == "union":
+        return node.alts[p[1]]
+    assert node.kind == "any", node.kind
+    return _ANY_STRING if p == "#s" else _ANY_NUMBER if p == "#n" else node
+
+
 def _decimals(step: Fraction) -> int:
+
     d = 0
     while (step * 10 ** d).denominator != 1:
         d += 1

@@ -278,4 +278,6 @@ def subset_walk(cs: Any, tm: TextMachine, v: Any, compiled: Any, seed: int, stru
         n += 1
     if m.is_terminated():
         assert gm.is_terminated()
+    if stats is not None:  # the walked text, for validation by the caller
+        stats["text"], stats["finished"] = bytes(m.text), m.is_terminated()
     return n

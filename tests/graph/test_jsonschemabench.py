@@ -98,6 +98,49 @@ def keyword_of(e: SpecError) -> str:
     return "(" + " ".join(msg.split()[:6]) + ")"
 
 
+def xgrammar_exceptions(schema: Any) -> list[str]:
+    """Documented places where xgrammar's mask is narrower than the schema (so FactorSpec's, which
+    follows the schema, is not a subset of it): `format` (xgrammar asserts it; FactorSpec treats it
+    as the annotation it is by default), an array without `items` (xgrammar allows only `[]`), a
+    `required` name missing from `properties` (xgrammar never writes it, so its instances are
+    invalid). On those schemas the walk is checked by the jsonschema validator alone."""
+    out: set[str] = set()
+
+    def visit(x: Any) -> None:
+        if isinstance(x, list):
+            for y in x:
+                visit(y)
+            return
+        if not isinstance(x, dict):
+            return
+        if isinstance(x.get("format"), str):
+            out.add("format")
+        t = x.get("type")
+        if (t == "array" or (isinstance(t, list) and "array" in t)) and x.get("items") in (None, True, {}) \
+                and "prefixItems" not in x:
+            out.add("array without items")
+        req, props = x.get("required"), x.get("properties")
+        if isinstance(req, list) and any(r not in (props if isinstance(props, dict) else {}) for r in req):
+            out.add("required not in properties")
+        for y in x.values():
+            visit(y)
+    visit(schema)
+    return sorted(out)
+
+
+def validator_errors(schema: dict, instance: Any) -> list[str]:
+    """Errors of `instance` under the `jsonschema` package (the schema's own draft, else 2020-12;
+    a draft-04 schema that omits `$schema` falls back to Draft 4). `format` is not asserted."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in cls(schema).iter_errors(instance)]
+    except Exception:  # noqa: BLE001 - a draft-04 keyword form under a later draft's validator
+        v4 = jsonschema.Draft4Validator(schema)
+        return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in v4.iter_errors(instance)]
+
+
 class _Timeout(Exception):
     pass
 
@@ -106,7 +149,7 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
-def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = STEP_CAP) -> dict:
+def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = STEP_CAP, compile_only: bool = False) -> dict:
     """One schema: compile (or a clean error), then a capped random walk checked against xgrammar."""
     schema = rec["schema"]
     out: dict = {"id": rec["id"], "subset": rec["subset"]}
@@ -134,8 +177,16 @@ def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = STEP_CAP) -> dic
             return out
         out["compiled"] = True
         compiled = None
+        if compile_only:
+            out["result"] = "passed"
+            return out
+        exc = xgrammar_exceptions(schema)
+        if exc:
+            out["xgrammar_exceptions"] = exc
         try:
             compiled = xgr_compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
+            if exc:
+                compiled = None
         except Exception as e:  # noqa: BLE001 - xgrammar's own failure is recorded, not ours
             out["xgrammar_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         v = load_vocab(QWEN)
@@ -143,6 +194,7 @@ def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = STEP_CAP) -> dic
             stats: dict = {}
             out["steps"] = subset_walk(cs, tm, v, compiled, seed, structural_bias=0.6, cap=cap, stats=stats)
             out["escape_diff_steps"] = stats.get("escape_diffs", 0)
+            finished, text = stats["finished"], stats["text"]
         if compiled is None:
             from factorspec.graph.matcher import Matcher
             rng = random.Random(seed)
@@ -158,15 +210,16 @@ def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = STEP_CAP) -> dic
             out["steps"] = n
             finished = m.is_terminated()
             text = bytes(m.text)
-        else:
-            finished = None
-            text = None
         out["result"] = "passed"
-        if finished and text is not None:
+        out["finished"] = bool(finished)
+        if finished:
             rec_ = json.loads(text.decode("utf-8"))
             bad = cs.check(rec_)
             if bad:
                 raise AssertionError(f"finished record fails the spec: {[str(b) for b in bad][:3]}")
+            errs = validator_errors(schema, rec_)
+            if errs:
+                raise AssertionError(f"finished instance {text[:200]!r} fails jsonschema: {errs[:3]}")
         return out
     except _Timeout:
         out["result"] = "timeout"
@@ -192,7 +245,12 @@ def summarize(results: list[dict]) -> dict:
         "results": dict(c),
         "compiled": len(compiled),
         "compiled_passed": sum(1 for r in compiled if r["result"] == "passed"),
+        "finished_instances_valid": sum(1 for r in compiled if r.get("finished")),
+        "compiled_by_subset": {s: sum(1 for r in compiled if r["subset"] == s)
+                               for s in sorted({r["subset"] for r in results})},
         "xgrammar_failed_on_compiled": sum(1 for r in compiled if "xgrammar_error" in r),
+        "xgrammar_subset_exceptions": dict(collections.Counter(e for r in compiled
+                                                               for e in r.get("xgrammar_exceptions", []))),
         "walk_steps_total": sum(r.get("steps", 0) for r in compiled),
         "steps_with_escape_difference": sum(r.get("escape_diff_steps", 0) for r in compiled),
         "spec_error_keywords_top10": kw.most_common(10),
@@ -251,6 +309,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--out", default="microbench/results/jsonschemabench.json")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--cap", type=int, default=STEP_CAP, help="walk step cap per schema")
+    ap.add_argument("--compile-only", action="store_true", help="compile (and build the automaton) only: no walk")
     args = ap.parse_args(argv)
     allrecs = load_all()
     recs = allrecs if args.all else random.Random(2026).sample(allrecs, SAMPLE)
@@ -260,12 +319,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     t0 = time.time()
     results = []
     for k, r in enumerate(recs):
-        results.append(run_one(r, k, gc, cap=args.cap))
+        results.append(run_one(r, k, gc, cap=args.cap, compile_only=args.compile_only))
         if (k + 1) % 500 == 0:
             print(f"{k + 1}/{len(recs)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     s = summarize(results)
     s["seconds"] = round(time.time() - t0, 1)
     s["step_cap"] = args.cap
+    s["compile_only"] = args.compile_only
     s["tokenizer"] = QWEN
     s["machine"] = machine_info()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
