@@ -127,6 +127,15 @@ class LinSum(Node):
     def _contribs(self, D: Domains) -> Optional[list[tuple[Any, Any]]]:
         out = []
         for c, t in self.terms:
+            if type(t) is VarRef and t.var.values is None:  # a plain number slot: read its domain
+                d = D[t.var.id]
+                if isinstance(d, frozenset):
+                    lo, hi = min(d), max(d)
+                else:
+                    lo, hi = d
+                cs = c * t.var.step
+                out.append((cs * lo, cs * hi) if cs > 0 else (cs * hi, cs * lo))
+                continue
             iv = t.fwd(D)
             if isinstance(iv, frozenset) or is_undefined(iv):
                 return None
