@@ -55,6 +55,17 @@ def dclip(d: Domain, lo: Bound, hi: Bound) -> Domain:
     return dom_range(nlo, nhi)
 
 
+def exact_div(x: Bound, c: int | Fraction) -> Bound:
+    """x / c exactly (an int when it divides, else a Fraction); +-INF stays infinite.
+
+    Why: Python's `/` on ints is float division, which loses values above 2**53 and overflows
+    near 10**308; bounds must stay exact at any magnitude the schema allows."""
+    if x == INF or x == -INF:
+        return x if c > 0 else -x
+    q = Fraction(x) / c
+    return q.numerator if q.denominator == 1 else q
+
+
 def dvalues(d: Domain) -> list[int]:
     """The domain's values in increasing order."""
     if isinstance(d, frozenset):

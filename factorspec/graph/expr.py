@@ -30,6 +30,7 @@ from factorspec.graph.domain import (
     dom_range,
     dsize,
     dvalues,
+    exact_div,
 )
 
 Interval = tuple[Any, Any]  # (lo, hi) of exact numbers (int or Fraction), bounds may be +-INF
@@ -193,12 +194,13 @@ class VarRef(Node):
                 nd = frozenset(k for k in dvalues(d) if v.values[k] in target)
             else:
                 nd = frozenset(k for k in dvalues(d) if v.value(k) in target) if dsize(d) <= EXPLICIT_LIMIT \
-                    else dclip(d, min(target, default=INF) / v.step, max(target, default=-INF) / v.step)
+                    else dclip(d, exact_div(min(target, default=INF), v.step),
+                                 exact_div(max(target, default=-INF), v.step))
             return C.set(v.id, nd)
         lo, hi = target
         if v.values is None or v.kind == "bool":
             if v.values is None and v.step != 1:
-                lo, hi = lo / v.step, hi / v.step
+                lo, hi = exact_div(lo, v.step), exact_div(hi, v.step)
             return C.set(v.id, dclip(d, lo, hi))
         return C.set(v.id, frozenset(k for k in dvalues(d) if lo <= v.values[k] <= hi))
 
@@ -221,7 +223,7 @@ class VarRef(Node):
 
 
 def _floordiv_iv(a: tuple, c: Any) -> tuple:
-    x, y = math.floor(a[0] / c), math.floor(a[1] / c)
+    x, y = a[0] // c, a[1] // c  # exact floor division (ints and Fractions; never float)
     return (min(x, y), max(x, y))
 
 
@@ -252,8 +254,8 @@ class Arith(Node):
         if a[0] == a[1]:
             r = a[0] % c
             return (r, r)
-        if math.floor(a[0] / c) == math.floor(a[1] / c):
-            k = math.floor(a[0] / c) * c
+        if a[0] // c == a[1] // c:
+            k = (a[0] // c) * c
             return (a[0] - k, a[1] - k)
         return (0, c) if c > 0 else (c, 0)
 
@@ -275,7 +277,7 @@ class Arith(Node):
         for _x, y, xn in ((a, b, self.a), (b, a, self.b)):
             if y[0] == y[1] and y[0] != 0:
                 c = y[0]
-                q = (lo / c, hi / c) if c > 0 else (hi / c, lo / c)
+                q = (exact_div(lo, c), exact_div(hi, c)) if c > 0 else (exact_div(hi, c), exact_div(lo, c))
                 if not xn.bwd(C, q):
                     return False
         return True
@@ -339,7 +341,8 @@ class Unary(Node):
         if self.op == "abs":
             return self.a.bwd(C, (-hi, hi))
         # round half up: x in [lo - q/2, hi + q/2)
-        return self.a.bwd(C, (lo - self.q / 2, hi + self.q / 2))
+        half = Fraction(self.q) / 2  # exact: an integer precision's half is not a float 0.5
+        return self.a.bwd(C, (lo - half, hi + half))
 
     def ev(self, A: list) -> Any:
         return self._f(self.a.ev(A))

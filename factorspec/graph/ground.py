@@ -16,6 +16,7 @@ from factorspec.errors import RelationError, SpecError
 from factorspec.graph import expr as E
 from factorspec.graph.domain import dom_range
 from factorspec.graph.globals.all_different import AllDiff
+from factorspec.graph.globals.linear import LinSum
 from factorspec.graph.relations import from_json, parse, to_text
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, escape_pointer, path_text
 
@@ -1040,12 +1041,13 @@ def _distinct_count(items: list) -> E.Node:
 
 
 def _sum(terms: list[E.Node]) -> E.Node:
+    """One flat linear node (globals/linear.py): a chain of binary '+' nests as deep as the
+    array is long (RecursionError at 1,000 items) and propagates in O(n**2)."""
     if not terms:
         return E.Const(0)
-    acc = terms[0]
-    for t in terms[1:]:
-        acc = E.Arith("+", acc, t)
-    return acc
+    if len(terms) == 1:
+        return terms[0]
+    return LinSum([(1, t) for t in terms])
 
 
 def _dedupe(nodes: list[E.Node]) -> list[E.Node]:

@@ -225,8 +225,19 @@ class _Search:
     def _branches(self, d: Any) -> list:
         if isinstance(d, frozenset):
             return [frozenset([k]) for k in sorted(d)]
-        mid = (d[0] + d[1]) // 2
-        return [dom_range(d[0], mid), dom_range(mid + 1, d[1])]
+        # an interval (huge domain): galloping from its smallest value, as sibling branches
+        # [lo], [lo+1], [lo+2, lo+3], [lo+4, lo+7], ... up to hi. The first solution is the same
+        # as by bisection (both take the least value first), but values near the low end are
+        # reached at a depth of a few levels, not log2(size) nested ones (10**400 units would
+        # pass the recursion limit), and a question the least value answers costs one node
+        lo, hi = d
+        out: list = [frozenset([lo])]
+        a, w = lo + 1, 1
+        while a <= hi:
+            b = min(hi, a + w - 1)
+            out.append(dom_range(a, b))
+            a, w = b + 1, w * 2
+        return out
 
     def solve(self, D: list, changed: Optional[Iterable[int]] = None) -> Optional[list]:
         """One solution (a list of internal values) extending D, or None."""

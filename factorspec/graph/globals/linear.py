@@ -9,7 +9,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.graph.expr import Arith, Const, Lookup, Node, Unary, VarRef
+from factorspec.graph.domain import INF as INF_
+from factorspec.graph.domain import Domains, Narrowing, exact_div
+from factorspec.graph.expr import Abstract, Arith, Const, Lookup, Node, Unary, VarRef, _norm, is_undefined
 
 LinearForm = tuple[dict[int, Any], Any, list[tuple[Any, Lookup]]]  # ({vid: coef}, const, [(coef, lookup)])
 
@@ -32,6 +34,14 @@ def linear_form(n: Node) -> Optional[LinearForm]:
     if isinstance(n, Unary) and n.op == "neg":
         a = linear_form(n.a)
         return None if a is None else scale(a, -1)
+    if isinstance(n, LinSum):
+        out: Optional[LinearForm] = ({}, n.const, [])
+        for c, t in n.terms:
+            f = linear_form(t)
+            if f is None or out is None:
+                return None
+            out = add(out, scale(f, c))
+        return out
     if isinstance(n, Arith) and n.op in ("+", "-"):
         a, b = linear_form(n.a), linear_form(n.b)
         if a is None or b is None:
@@ -95,3 +105,86 @@ class Offsets:
             return
         # value(ru) = value(u) - ou = value(w) + c - ou = value(rw) + ow + c - ou
         self.parent[ru], self.off[ru] = rw, ow + c - ou
+
+
+class LinSum(Node):
+    """sum(coef * term) + const over any number of terms, as one flat node.
+
+    Why: a sum of n items grounded as a chain of binary `+` nests n deep (RecursionError at
+    1,000 items) and costs O(n**2) per propagation (each level re-reads its subtree); one
+    flat node reads every term once. Propagation is bounds reasoning: each term lies within
+    the target minus the other terms' bounds, divided exactly by its coefficient."""
+
+    kind = "num"
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms: list[tuple[Any, Node]], const: Any = 0) -> None:
+        self.terms = [(c, t) for c, t in terms if c != 0]
+        self.const = const
+        vs: frozenset[int] = frozenset()
+        self.vars = vs.union(*(t.vars for _c, t in self.terms)) if self.terms else vs
+
+    def _contribs(self, D: Domains) -> Optional[list[tuple[Any, Any]]]:
+        out = []
+        for c, t in self.terms:
+            if type(t) is VarRef and t.var.values is None:  # a plain number slot: read its domain
+                d = D[t.var.id]
+                if isinstance(d, frozenset):
+                    lo, hi = min(d), max(d)
+                else:
+                    lo, hi = d
+                cs = c * t.var.step
+                out.append((cs * lo, cs * hi) if cs > 0 else (cs * hi, cs * lo))
+                continue
+            iv = t.fwd(D)
+            if isinstance(iv, frozenset) or is_undefined(iv):
+                return None
+            lo, hi = iv
+            out.append((c * lo, c * hi) if c > 0 else (c * hi, c * lo))
+        return out
+
+    def fwd(self, D: Domains) -> Abstract:
+        cs = self._contribs(D)
+        if cs is None:
+            return (INF_, -INF_)
+        return (self.const + sum(lo for lo, _ in cs), self.const + sum(hi for _, hi in cs))
+
+    def bwd(self, C: Narrowing, target: Abstract) -> bool:
+        if isinstance(target, frozenset):
+            if not target:
+                return False
+            target = (min(target), max(target))
+        tlo, thi = target
+        for _round in range(4):  # to a fixpoint of the bounds (a few rounds suffice in practice)
+            cs = self._contribs(C.D)
+            if cs is None:
+                return True
+            slo = self.const + sum(lo for lo, _ in cs)
+            shi = self.const + sum(hi for _, hi in cs)
+            if slo > thi or shi < tlo:
+                return False
+            changed = False
+            for i, (c, t) in enumerate(self.terms):
+                clo, chi = cs[i]
+                # c * t in [tlo - (shi - chi), thi - (slo - clo)]
+                lo, hi = tlo - (shi - chi), thi - (slo - clo)
+                if lo <= clo and hi >= chi:
+                    continue
+                q = (exact_div(lo, c), exact_div(hi, c)) if c > 0 else (exact_div(hi, c), exact_div(lo, c))
+                n0 = len(C.changed)
+                if not t.bwd(C, q):
+                    return False
+                if len(C.changed) != n0:
+                    changed = True
+                    iv = t.fwd(C.D)  # only this term's bounds are refreshed: the others' stale
+                    if isinstance(iv, frozenset) or is_undefined(iv):  # ones are wider, so sound
+                        return True
+                    nlo, nhi = (c * iv[0], c * iv[1]) if c > 0 else (c * iv[1], c * iv[0])
+                    slo, shi = slo - clo + nlo, shi - chi + nhi
+                    cs[i] = (nlo, nhi)
+            if not changed:
+                return True
+        return True
+
+    def ev(self, A: list) -> Any:
+        return _norm(self.const + sum(c * t.ev(A) for c, t in self.terms))

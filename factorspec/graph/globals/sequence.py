@@ -186,6 +186,23 @@ class DistinctSequence(Node):
                             return False
                         taken |= pm
                         dm[pm.bit_length() - 1] = 1 << v
+                if taken:
+                    # values just fixed by Hall leave the other slots before the path rules
+                    # read the open suffix as a permutation of its values (a stale copy there
+                    # made _path refute a valid record)
+                    fixed = 0
+                    for m in dm:
+                        if m & (m - 1) == 0:
+                            if fixed & m:
+                                return False
+                            fixed |= m
+                    for j in range(n):
+                        m = dm[j]
+                        if m & (m - 1):
+                            m &= ~fixed
+                            if not m:
+                                return False
+                            dm[j] = m
             k = 0
             while k < n and dm[k] & (dm[k] - 1) == 0:
                 k += 1

@@ -1,0 +1,164 @@
+"""Feasibility questions along a decoding walk: the project's solver vs OR-tools CP-SAT.
+
+    python -m microbench.solver_families [--out microbench/results/solver_families.json]
+
+Families (issue #13/#14): an n x n Latin square (all_different per row and column, written as
+explicit all_different relations over a flat array) and `total == sum(a[*])` over n fixed
+items with a pinned total. The walk decides the slots in document order, taking at each slot
+the smallest feasible value; the question timed at each slot is "which values of this slot
+extend the prefix to a valid record" (`State.feasible_values` for the project's solver; one
+CP-SAT solve per candidate value, with the prefix fixed, for CP-SAT, over a model written by
+hand for the family). Both answer exactly; the table says whether their answers agreed.
+Each question runs under an explicit budget (seconds); a question past it counts as a budget
+hit and enters the percentiles at the budget's value.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from factorspec.errors import BudgetExceeded
+from factorspec.graph import compile_spec
+from factorspec.graph.solver import Budget
+
+BUDGET_S = 5.0
+
+
+def latin_spec(n: int) -> dict:
+    cell = {"type": "integer", "minimum": 0, "maximum": n - 1}
+    rels = []
+    for r in range(n):
+        rels.append("all_different(" + ", ".join(f"g[{r * n + c}]" for c in range(n)) + ")")
+    for c in range(n):
+        rels.append("all_different(" + ", ".join(f"g[{r * n + c}]" for r in range(n)) + ")")
+    return {"type": "object", "properties": {"g": {"type": "array", "items": cell, "minItems": n * n,
+                                                   "maxItems": n * n}},
+            "required": ["g"], "x-factorspec": {"relations": rels}}
+
+
+def sum_spec(n: int) -> dict:
+    return {"type": "object", "properties": {
+        "a": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10}, "minItems": n, "maxItems": n},
+        "total": {"type": "integer", "minimum": 0, "maximum": 100000}}, "required": ["a", "total"],
+        "x-factorspec": {"relations": ["total == sum(a[*])", f"total == {7 * n // 2}"]}}
+
+
+def cpsat_latin(n: int) -> tuple[Any, list]:
+    from ortools.sat.python import cp_model
+    m = cp_model.CpModel()
+    xs = [m.NewIntVar(0, n - 1, f"g{i}") for i in range(n * n)]
+    for r in range(n):
+        m.AddAllDifferent(xs[r * n:(r + 1) * n])
+    for c in range(n):
+        m.AddAllDifferent(xs[c::n])
+    return m, xs
+
+
+def cpsat_sum(n: int) -> tuple[Any, list]:
+    from ortools.sat.python import cp_model
+    m = cp_model.CpModel()
+    xs = [m.NewIntVar(0, 10, f"a{i}") for i in range(n)]
+    total = m.NewIntVar(0, 100000, "total")
+    m.Add(total == sum(xs))
+    m.Add(total == 7 * n // 2)
+    return m, xs + [total]
+
+
+def cpsat_values(model: Any, xs: list, prefix: dict[int, int], slot: int, cands: range) -> list[int]:
+    """The candidates of `slot` that extend `prefix`, by one CP-SAT solve each (exact: FEASIBLE
+    or INFEASIBLE; anything else is a budget hit)."""
+    from ortools.sat.python import cp_model
+    out = []
+    for v in cands:
+        m = model.Clone()
+        vs = [m.GetIntVarFromProtoIndex(x.Index()) for x in xs]
+        for i, k in prefix.items():
+            m.Add(vs[i] == k)
+        m.Add(vs[slot] == v)
+        s = cp_model.CpSolver()
+        s.parameters.max_time_in_seconds = BUDGET_S
+        s.parameters.num_workers = 1
+        st = s.Solve(m)
+        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            out.append(v)
+        elif st != cp_model.INFEASIBLE:
+            raise BudgetExceeded("seconds", BUDGET_S, BUDGET_S)
+    return out
+
+
+def walk(doc: dict, model_fn: Callable[[], tuple[Any, list]], slots: int, lo: int, hi: int) -> dict:
+    cs = compile_spec(doc, budget=Budget(seconds=BUDGET_S))
+    arr_vars = sorted((v for p, v in cs.var_of.items()), key=lambda v: v.order)[:slots]
+    t0 = time.perf_counter()
+    st: Any = cs.root()
+    root_s = time.perf_counter() - t0
+    model, xs = model_fn()
+    ours: list[float] = []
+    theirs: list[float] = []
+    hits = [0, 0]
+    agree = True
+    prefix: dict[int, int] = {}
+    for i, v in enumerate(arr_vars):
+        t = time.perf_counter()
+        try:
+            vals = st.feasible_values(v.id)
+        except BudgetExceeded:
+            hits[0] += 1
+            vals = None
+        ours.append(min(time.perf_counter() - t, BUDGET_S))
+        t = time.perf_counter()
+        try:
+            cvals = cpsat_values(model, xs, prefix, i, range(lo, hi + 1))
+        except BudgetExceeded:
+            hits[1] += 1
+            cvals = None
+        theirs.append(min(time.perf_counter() - t, BUDGET_S))
+        if vals is not None and cvals is not None and [v.value(k) for k in vals] != cvals:
+            agree = False
+        if vals is None or not vals:  # past our budget (or a dead end): the walk stops here
+            break
+        prefix[i] = v.value(vals[0])
+        st = st.assign(v.id, vals[0])
+        if st is None:
+            break
+
+    def pct(xs: list[float], q: float) -> float:
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
+
+    return {"questions": len(ours), "root_ms": round(root_s * 1000, 1),
+            "ours_p50_ms": round(statistics.median(ours) * 1000, 2), "ours_p99_ms": round(pct(ours, 0.99), 2),
+            "cpsat_p50_ms": round(statistics.median(theirs) * 1000, 2), "cpsat_p99_ms": round(pct(theirs, 0.99), 2),
+            "ours_budget_hits": hits[0], "cpsat_budget_hits": hits[1], "answers_agree": agree}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="microbench/results/solver_families.json")
+    args = ap.parse_args()
+    rows = {}
+    for n in (4, 5, 6):
+        rows[f"latin {n}x{n}"] = walk(latin_spec(n), lambda n=n: cpsat_latin(n), n * n, 0, n - 1)
+        print(f"latin {n}", rows[f"latin {n}x{n}"], flush=True)
+    for n in (50, 200, 500):
+        rows[f"sum of {n} items"] = walk(sum_spec(n), lambda n=n: cpsat_sum(n), n, 0, 10)
+        print(f"sum {n}", rows[f"sum of {n} items"], flush=True)
+    Path(args.out).write_text(json.dumps({"budget_s": BUDGET_S, "rows": rows}, indent=1) + "\n")
+    md = ["| family | questions | root ms | ours p50 / p99 ms | CP-SAT p50 / p99 ms | budget hits ours / CP-SAT "
+          "| agree |",
+          "|---|---|---|---|---|---|---|"]
+    for k, r in rows.items():
+        md.append(f"| {k} | {r['questions']} | {r['root_ms']} | {r['ours_p50_ms']} / {r['ours_p99_ms']} | "
+                  f"{r['cpsat_p50_ms']} / {r['cpsat_p99_ms']} | {r['ours_budget_hits']} / {r['cpsat_budget_hits']} | "
+                  f"{r['answers_agree']} |")
+    Path(args.out).with_suffix(".md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
