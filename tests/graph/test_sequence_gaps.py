@@ -137,3 +137,42 @@ def test_consecutive_anchors_need_a_flight() -> None:
     cs = compile_spec(_spec(cities, 3, stays, flights, events, 4))
     with pytest.raises(Unsatisfiable):
         cs.root()
+
+
+def test_value_fixed_in_prefix_is_not_open() -> None:
+    """Regression (found by test_gaps_match_brute_force): one-day stays (step 0) and two events on
+    the same day. After x_0 = C4 the rules fixed x_4 = C3, which left x_3 = C0 in the same
+    forward-checking pass; C0 then still sat in the open slots 5 and 6, so the path rule saw it as
+    unvisited without a successor, forced it last, and wiped out the valid record
+    C4 C5 C6 C0 C3 C2 C1 (61 counted, 62 exist). Forward checking now runs to a fixpoint."""
+    cities = [f"C{i}" for i in range(7)]
+    stays = {"C0": 2, "C1": 1, "C2": 1, "C3": 2, "C4": 1, "C5": 1, "C6": 1}
+    flights = [["C0", "C3"], ["C0", "C4"], ["C0", "C5"], ["C0", "C6"], ["C1", "C0"], ["C1", "C2"],
+               ["C1", "C4"], ["C1", "C5"], ["C1", "C6"], ["C2", "C0"], ["C2", "C1"], ["C2", "C4"],
+               ["C3", "C2"], ["C3", "C4"], ["C3", "C6"], ["C4", "C0"], ["C4", "C1"], ["C4", "C5"],
+               ["C5", "C1"], ["C5", "C2"], ["C5", "C3"], ["C5", "C4"], ["C5", "C6"], ["C6", "C0"],
+               ["C6", "C3"], ["C6", "C4"]]
+    events = [("C2", 3, 3), ("C1", 3, 3)]
+    inst = (cities, 7, stays, flights, events, 3)
+    sols = _brute(*inst)
+    assert len(sols) == 62
+    lost = ("C4", "C5", "C6", "C0", "C3", "C2", "C1")
+    assert lost in sols
+    for short_gap in (12, -1):
+        old = Q.SHORT_GAP
+        Q.SHORT_GAP = short_gap
+        try:
+            cs = compile_spec(_spec(*inst))
+            st_ = cs.root()
+            assert st_.count() == 62
+            for i, c in enumerate(lost):  # every step of the once-lost record stays feasible
+                v = cs.var_of[("itinerary", i, "city")]
+                got = sorted(v.values[k] for k in st_.feasible_values(v.id))
+                want = sorted({s[i] for s in sols if s[:i] == lost[:i]})
+                assert got == want, i
+                st_ = st_.assign(v.id, v.values.index(c))
+                assert st_ is not None
+            for seed in range(5):
+                check_against_brute_force(inst, random.Random(seed))
+        finally:
+            Q.SHORT_GAP = old

@@ -155,22 +155,11 @@ class DistinctSequence(Node):
         n = len(dm)
         for _round in range(4):
             before = list(dm)
-            # forward checking (values fixed at one slot leave the others)
-            fixed = 0
-            for m in dm:
-                if m & (m - 1) == 0:
-                    if m == 0 or fixed & m:
-                        return False
-                    fixed |= m
+            if not _forward(dm):
+                return False
             union = 0
-            for j in range(n):
-                m = dm[j]
-                if m & (m - 1):
-                    m &= ~fixed
-                    if not m:
-                        return False
-                    dm[j] = m
-                union |= dm[j]
+            for m in dm:
+                union |= m
             perm = bin(union).count("1") == n
             if bin(union).count("1") < n:
                 return False
@@ -215,6 +204,8 @@ class DistinctSequence(Node):
             if dm == before or _round == 3:
                 # the gap split (the costliest rule) once the cheaper ones are settled
                 if perm and self.chain is not None:
+                    if not _forward(dm):  # the gap rule reads the open values: none may be fixed elsewhere
+                        return False
                     settled = list(dm)
                     if not self._gaps(D, dm, k):
                         return False
@@ -599,6 +590,36 @@ class DistinctSequence(Node):
                     adj[v] |= s[v]
             self.adj = adj
         return adj
+
+
+def _forward(dm: list[int]) -> bool:
+    """Forward checking to a fixpoint: a value fixed at one slot leaves every other slot, and a
+    slot left with one value fixes it in turn. The path and gap rules read the open values as
+    the union of the open slots, so a value already fixed in the prefix must not linger there
+    (one pass leaves it where a slot became fixed by the pass itself: an unsound wipe-out)."""
+    n = len(dm)
+    fixed = 0
+    seen = 0  # slots whose single value is in `fixed`
+    while True:
+        new = False
+        for j in range(n):
+            m = dm[j]
+            if seen >> j & 1:
+                continue
+            if m & (m - 1) == 0:
+                if m == 0 or fixed & m:
+                    return False
+                fixed |= m
+                seen |= 1 << j
+                new = True
+        if not new:
+            return True
+        for j in range(n):
+            if not seen >> j & 1:
+                m = dm[j] & ~fixed
+                if not m:
+                    return False
+                dm[j] = m
 
 
 SHORT_GAP = 12  # gaps up to this long have their fillings enumerated as paths
