@@ -160,6 +160,11 @@ class _Search:
             self.revisions += 1
             if self.revisions > self.budget.revisions:
                 return True  # stop narrowing; search still decides exactly
+            if not self.revisions & 255 and time.monotonic() > self.deadline:
+                # a long narrowing (e.g. bounds of huge domains shaved step by step) is still
+                # held to the question's wall-clock budget
+                used = round(time.monotonic() - self.deadline + self.budget.seconds, 3)
+                raise BudgetExceeded("seconds", self.budget.seconds, used)
             for v in ctx.changed:
                 for cj in p.watch[v]:
                     if cj != ci and cj not in inq and (ent is None or cj not in ent):
