@@ -52,13 +52,14 @@ def test_carried_xgrammar_is_the_pinned_one():
 
 def test_gpu_sglang_refuses_honestly_without_sglang(tmp_path):
     pytest.importorskip("torch")
-    try:
-        import sgl_kernel  # noqa: F401
-
+    # asked of a fresh interpreter, as the script asks it: in this process another test module
+    # may have put a CPU stub of sgl_kernel in sys.modules
+    env = _env(OUT=str(tmp_path), PYTHON=sys.executable)
+    probe = subprocess.run([sys.executable, "-c", "import sgl_kernel, sglang"], env=env,
+                           capture_output=True, timeout=120)
+    if probe.returncode == 0:
         pytest.skip("sglang's kernels are installed here: the script would really run")
-    except Exception:
-        pass
-    r = subprocess.run(["bash", str(MB / "gpu_sglang.sh")], env=_env(OUT=str(tmp_path)), capture_output=True,
+    r = subprocess.run(["bash", str(MB / "gpu_sglang.sh")], env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "cannot run here" in r.stdout
 

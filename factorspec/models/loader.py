@@ -68,6 +68,9 @@ def load_model(name_or_path: str | os.PathLike | None = None, dtype: Any = None,
     import torch
     from transformers import AutoModelForCausalLM
 
+    from factorspec.models.threads import configure_torch_threads
+
+    configure_torch_threads()
     if dtype is None:
         dtype = torch.bfloat16
     r = resolve(name_or_path)
