@@ -35,7 +35,10 @@ def _machine() -> dict:
         pass
     import torch
 
+    from factorspec.models.dtype import cpu_dtype_name
+
     return {"cpu": model, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "cpu_dtype": cpu_dtype_name(),
             "python": platform.python_version(), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 

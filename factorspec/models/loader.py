@@ -62,17 +62,18 @@ def load_model(name_or_path: str | os.PathLike | None = None, dtype: Any = None,
                use_cache: bool = True, device: str = "cpu"):
     """AutoModelForCausalLM (eval mode) for a named model, a GGUF file or a model directory.
 
-    GGUF weights are dequantised to `dtype` (default bfloat16); the converted model is cached as
+    GGUF weights are dequantised to `dtype` (default: `models.dtype.default_dtype`, bfloat16 where
+    this CPU computes it fast); the converted model is cached as
     a safetensors directory for fast reloads."""
     _offline_env()
-    import torch
     from transformers import AutoModelForCausalLM
 
+    from factorspec.models.dtype import default_dtype
     from factorspec.models.threads import configure_torch_threads
 
     configure_torch_threads()
     if dtype is None:
-        dtype = torch.bfloat16
+        dtype = default_dtype(device)
     r = resolve(name_or_path)
     if r.gguf_file is None:
         model = AutoModelForCausalLM.from_pretrained(str(r.directory), dtype=dtype)

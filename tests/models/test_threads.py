@@ -35,3 +35,4 @@ def test_usable_cpus_never_exceeds_affinity_or_quota(tmp_path):
     (tmp_path / "cpu.max").write_text("100000 100000\n")
     assert usable_cpus(tmp_path) == 1
     assert 1 <= usable_cpus(tmp_path / "absent") <= len(os.sched_getaffinity(0))
+
