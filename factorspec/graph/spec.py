@@ -64,7 +64,8 @@ def _jsonable(v: Any) -> Any:
 class CompiledSpec:
     """Schema template + grounded factor graph of one spec document."""
 
-    def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> None:
+    def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle(),
+                 open_objects: bool = True) -> None:
         if not isinstance(doc, dict):
             raise SpecError("", "a spec must be a JSON object")
         if depth_of(doc) > MAX_DEPTH:
@@ -72,7 +73,9 @@ class CompiledSpec:
         self.doc = doc
         self.style = style
         self.budget = budget or Budget()
-        self.template: LayoutNode = compile_schema(doc)
+        # open_objects=False closes objects with additionalProperties true/a schema (docs/spec.md)
+        self.open_objects = open_objects
+        self.template: LayoutNode = compile_schema(doc, open_objects)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
@@ -267,8 +270,10 @@ def _get(record: Any, path: tuple) -> Any:
     return x
 
 
-def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> CompiledSpec:
-    """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`."""
+def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = TextStyle(),
+                 open_objects: bool = True) -> CompiledSpec:
+    """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`; `open_objects=False`
+    closes objects with additionalProperties true or a schema (xgrammar-like strictness)."""
     if isinstance(doc, (str, bytes)):
         try:
             doc = load_json(doc)
@@ -276,4 +281,4 @@ def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = T
             raise SpecError("", f"spec is not valid JSON: {e}") from None
         except InputLimitError as e:
             raise SpecError("", f"spec is not accepted: {e}") from None
-    return CompiledSpec(doc, budget, style)
+    return CompiledSpec(doc, budget, style, open_objects)
