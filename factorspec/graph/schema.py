@@ -226,6 +226,9 @@ class SchemaCompiler:
     def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
+        if ref != "#" and not ref.startswith("#/"):
+            raise SpecError(f"{ptr}/$ref", f"anchor references ({ref!r}) are not supported, only JSON Pointers "
+                            "('#/...')")
         target: Any = self.doc
         parts = ref[1:].split("/")[1:] if ref != "#" else []
         for raw in parts:
@@ -527,8 +530,10 @@ class SchemaCompiler:
         if not rules.viable(0, 0, 0):
             kw = "minProperties" if "minProperties" in keys and (hi is None or extra is None) else \
                 "maxProperties" if "maxProperties" in keys else sorted(keys & {"dependencies", "dependentRequired"})[0]
+            closed = "" if extra is not None else (f" in this closed object ({len(fields)} declared properties; "
+                                                   "an object without additionalProperties is closed)")
             raise SpecError(f"{ptr}/{kw}", f"no object fits: minProperties {lo}, maxProperties {hi}, the required "
-                            f"properties and dependencies together admit no set of properties")
+                            f"properties and dependencies together admit no set of properties{closed}")
         return Obj(ptr, fields, extra, rules)
 
     def _dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field], extra: Optional[LayoutNode],
