@@ -53,7 +53,9 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     ids: list[int] = []
     if machine.is_final(cfgs):
         ids.extend(v.stop_ids)
-    free, bounded, rest = [], [], []
+    free: list[tuple] = []
+    bounded: list[tuple] = []
+    rest: list[tuple] = []
     best: Optional[int] = None  # the largest room among the clean configurations (-1: unlimited)
     for cfg in cfgs:
         room = string_room(machine, cfg)

@@ -589,12 +589,12 @@ class SchemaCompiler:
             changed = False
             for a in list(out):
                 if any(b not in declared for b in out[a]) or a not in declared:
-                    f = next((f for f in fields if f.key == a), None)
-                    if f is not None:
-                        if f.required:
+                    g = next((f for f in fields if f.key == a), None)
+                    if g is not None:
+                        if g.required:
                             raise SpecError(f"{ptr}/required", f"required property {a!r} depends on a property "
                                             "that can never appear: no object fits")
-                        fields.remove(f)
+                        fields.remove(g)
                         declared.discard(a)
                     del out[a]
                     changed = True

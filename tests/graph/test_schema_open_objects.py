@@ -152,7 +152,7 @@ def test_fast_masks_equal_the_token_definition(k: int) -> None:
     v = _tiny_vocab()
     tm = TextMachine(compile_spec(SCHEMAS[k]))
     rng = random.Random(100 + k)
-    for walk in range(12):
+    for _walk in range(12):
         m = Matcher(tm, v)
         for _ in range(40):
             if m.is_terminated():
@@ -171,11 +171,11 @@ def test_fast_masks_equal_the_token_definition(k: int) -> None:
                         break
                 if c:
                     want.add(t)
-            got = set(int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size))
+            got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
             assert got == want, (SCHEMAS[k], bytes(m.text), sorted(got ^ want))
             ids = m.allowed_tokens()
             if not m.forced_tokens():
-                assert set(int(t) for t in ids) == want
+                assert {int(t) for t in ids} == want
             t = int(ids[rng.randrange(len(ids))])
             assert m.accept_token(t)
 
@@ -198,7 +198,7 @@ def test_body_classes_match_the_machine() -> None:
         assert bool(c) == body_continues(b), b
     v = _tiny_vocab()
     body, quote_trie = token_classes(v)
-    got = set(int(t) for t in unpack_mask(body, v.vocab_size))
+    got = {int(t) for t in unpack_mask(body, v.vocab_size)}
     assert {v.token_bytes[t] for t in got} == {b"\xc3", b"\\", b"\\u", b"\\u0061", b"\\n"}
     assert b'"' in [bytes([k]) for k in quote_trie if k >= 0]
 
