@@ -2,17 +2,17 @@
 
 A token is allowed from a set of configurations iff it is allowed from one of them (the machine
 steps each configuration on its own), so the set is split:
-- configurations inside a string body at a clean boundary (no escape, no UTF-8 sequence pending):
-  a free-text value ('T') or an open object's extra key ('X'). There, every plain string-content
-  token (complete UTF-8 without quote, backslash or control character) of at most `room`
-  characters is allowed, whatever follows: a string with room left can always go on or close, and
-  an extra key that is still a declared or used key can always be extended into a fresh one. Those
-  come precomputed from `TokenVocab.plain_mask` (per room, shared by every spec). With no length
-  limit (an extra key, a string without maxLength), the special tokens without a quote (escapes,
-  partial UTF-8) are classified once per vocabulary too (`token_classes`: they continue the body
-  or not, whatever the context), and only the tokens that hold a quote are walked against the
-  automaton, so a token that closes the key or string and goes on is checked exactly. With a
-  length limit, all the vocabulary's special tokens (`special_trie`) are walked.
+- configurations inside a string body with a length limit (a free-text value 'T' with maxLength)
+  at a clean boundary (no escape, no UTF-8 sequence pending): every plain string-content token
+  (complete UTF-8 without quote, backslash or control character) of at most `room` characters is
+  allowed, whatever follows: a string with room left can always go on or close. Those
+  come precomputed from `TokenVocab.plain_mask` (per room, shared by every spec), and the
+  vocabulary's special tokens (`special_trie`: quote, escapes, partial UTF-8) are walked.
+- configurations inside a string body with no length limit (an extra key, a string without
+  maxLength), at any escape or UTF-8 state: every token without a quote is classified once per
+  vocabulary and state (`body_mask`: it continues the body or not, whatever the context), and only
+  the tokens that hold a quote (`quote_trie`) are walked against the automaton, so a token that
+  closes the key or string and goes on is checked exactly.
 - every other configuration: a walk of the whole byte trie (cheap there: literals and numbers
   prune it at the first bytes).
 The TextMachine keeps the masks it computed (`TextMachine.mask_cache`, bounded), so later requests
@@ -31,21 +31,24 @@ from factorspec.graph.textstate import _CONT, _ESC, _HEX
 from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
 
 
-def string_room(machine: Any, cfg: tuple) -> Optional[int]:
-    """Characters a plain token may still add at a clean string boundary (-1: unlimited), else None."""
+def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
+    """(room, esc, pend) of a configuration inside a string body: an open object's extra key ('X')
+    or a free-text value ('T'); room is the characters a token may still add (-1: unlimited), esc
+    and pend the escape and UTF-8 state. None for any other configuration, and for a bounded string
+    that is not at a clean boundary or has no room left (those take the full walk)."""
     stack = cfg[0]
     if not stack:
         return None
     top = stack[-1]
     if top[0] == "X":
-        return -1 if top[3] == 0 and top[4] == 0 else None
-    if top[0] != "T" or top[3] != 0 or top[4] != 0:
+        return -1, top[3], top[4]
+    if top[0] != "T":
         return None
     max_len = getattr(machine.node_at(top[1]), "max_len", None)  # a string slot (Scalar)
     if max_len is None:
-        return -1
+        return -1, top[3], top[4]
     room = max_len - top[2]
-    return room if room > 0 else None
+    return (room, 0, 0) if room > 0 and top[3] == 0 and top[4] == 0 else None
 
 
 def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
@@ -56,30 +59,33 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     free: list[tuple] = []
     bounded: list[tuple] = []
     rest: list[tuple] = []
-    best: Optional[int] = None  # the largest room among the clean configurations (-1: unlimited)
+    states: set[tuple[int, int]] = set()
+    room = 0  # the largest room among the bounded clean configurations
     for cfg in cfgs:
-        room = string_room(machine, cfg)
-        if room is None:
+        st = string_state(machine, cfg)
+        if st is None:
             rest.append(cfg)
-            continue
-        (free if room == -1 else bounded).append(cfg)
-        best = room if best is None or best == -1 or room == -1 else max(best, room)
-    mask: Optional[np.ndarray] = None
+        elif st[0] == -1:
+            free.append(cfg)
+            states.add((st[1], st[2]))
+        else:
+            bounded.append(cfg)
+            room = max(room, st[0])
+    masks: list[np.ndarray] = []
     if free:
-        # unlimited room: a token without a quote is allowed iff it continues the string body
-        # (precomputed per vocabulary); only the tokens that hold a quote are walked
-        body, quote_trie = token_classes(v)
-        mask = body
-        walk(machine, quote_trie, frozenset(free), ids)
+        # unlimited room: a token without a quote is allowed iff it continues the string body from
+        # that escape/UTF-8 state (classes precomputed per vocabulary); only the tokens holding a
+        # quote are walked
+        masks += [body_mask(v, esc, pend) for esc, pend in states]
+        walk(machine, quote_trie(v), frozenset(free), ids)
     if bounded:
+        masks.append(v.plain_mask(room))
         walk(machine, v.special_trie, frozenset(bounded), ids)
     if rest:
         walk(machine, v.trie, frozenset(rest), ids)
     out = v.mask_from_ids(ids)
-    if mask is not None:
-        out = out | mask
-    if best is not None:
-        out = out | v.plain_mask(None if best == -1 else best)
+    for m in masks:
+        out = out | m
     return out
 
 
@@ -87,34 +93,54 @@ _CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CLASSES_LOCK = threading.Lock()
 
 
-def token_classes(v: TokenVocab) -> tuple[np.ndarray, dict]:
-    """Per vocabulary, once: (mask of the special tokens without a quote that continue a string
-    body from a clean boundary, the byte trie of the tokens that hold a quote)."""
+def _classes(v: TokenVocab) -> dict:
     with _CLASSES_LOCK:
         hit = _CLASSES.get(v)
         if hit is None:
-            stop = set(v.stop_ids)
-            body: list[int] = []
-            quote_trie: dict = {}
-            for tid, b in enumerate(v.token_bytes):
-                if not b or tid in stop or v.plain_len[tid] > 0:
-                    continue
-                if 0x22 in b:
-                    node = quote_trie
-                    for byte in b:
-                        node = node.setdefault(byte, {})
-                    node.setdefault(TOKEN_END, []).append(tid)
-                elif body_continues(b):
-                    body.append(tid)
-            hit = _CLASSES[v] = (v.mask_from_ids(body), quote_trie)
+            hit = _CLASSES[v] = {}
         return hit
 
 
-def body_continues(b: bytes) -> bool:
-    """Do the bytes (no quote among them) continue a JSON string body from a clean boundary, with no
-    length limit? The rules of `TextMachine._string_byte`: escapes, no control characters, UTF-8
-    without overlong forms, surrogates or code points past U+10FFFF."""
-    esc = pend = 0
+def quote_trie(v: TokenVocab) -> dict:
+    """The byte trie of the vocabulary's tokens that hold a quote (built once per vocabulary)."""
+    c = _classes(v)
+    t = c.get("quote")
+    if t is None:
+        stop = set(v.stop_ids)
+        t = {}
+        for tid, b in enumerate(v.token_bytes):
+            if b and tid not in stop and 0x22 in b:
+                node = t
+                for byte in b:
+                    node = node.setdefault(byte, {})
+                node.setdefault(TOKEN_END, []).append(tid)
+        c["quote"] = t
+    return t
+
+
+def body_mask(v: TokenVocab, esc: int, pend: int) -> np.ndarray:
+    """Mask of the tokens without a quote whose bytes continue a string body (no length limit) from
+    escape state `esc` and UTF-8 state `pend` (computed once per vocabulary and state)."""
+    c = _classes(v)
+    m = c.get((esc, pend))
+    if m is None:
+        stop = set(v.stop_ids)
+        if esc == 0 and pend == 0:  # the plain tokens continue from a clean boundary: test the others only
+            ids = [t for t, b in enumerate(v.token_bytes)
+                   if b and t not in stop and v.plain_len[t] <= 0 and 0x22 not in b and body_continues(b)]
+            m = v.mask_from_ids(ids) | v.plain_mask(None)
+        else:
+            ids = [t for t, b in enumerate(v.token_bytes)
+                   if b and t not in stop and 0x22 not in b and body_continues(b, esc, pend)]
+            m = v.mask_from_ids(ids)
+        c[(esc, pend)] = m
+    return m
+
+
+def body_continues(b: bytes, esc: int = 0, pend: int = 0) -> bool:
+    """Do the bytes (no quote among them) continue a JSON string body from escape state `esc` and
+    UTF-8 state `pend`, with no length limit? The rules of `TextMachine._string_byte`: escapes, no
+    control characters, UTF-8 without overlong forms, surrogates or code points past U+10FFFF."""
     for x in b:
         if pend:
             lo, hi = _CONT[pend // 10]

@@ -16,7 +16,7 @@ import pytest
 
 from factorspec.errors import SpecError
 from factorspec.graph import compile_spec
-from factorspec.graph.masks import body_continues, boundary_mask, token_classes
+from factorspec.graph.masks import body_continues, body_mask, boundary_mask, quote_trie
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.schema import Obj
 from factorspec.graph.textstate import TextMachine
@@ -181,26 +181,44 @@ def test_fast_masks_equal_the_token_definition(k: int) -> None:
 
 
 def test_body_classes_match_the_machine() -> None:
-    """`body_continues` (the per-vocabulary classes) agrees with the machine's string bytes."""
+    """`body_continues` (the per-vocabulary classes) agrees with the machine's string bytes, from a
+    clean boundary and from inside escapes and UTF-8 sequences."""
     tm = TextMachine(compile_spec({"type": "object", "additionalProperties": True}))
-    start = _run(tm, b'{"')
     rng = random.Random(5)
-    samples = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 5))) for _ in range(3000)]
+    samples = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 5))) for _ in range(1500)]
     samples += [b"\\u12", b"\\uD834", b"\xed\xa0", b"\xed\x9f\xbf", b"\xf4\x90", b"\xf0\x8f", b"\xe0\x9f", b"\\x"]
-    for b in samples:
-        if 0x22 in b:
-            continue
-        c = start
-        for x in b:
-            c = tm.step(c, x)
-            if not c:
-                break
-        assert bool(c) == body_continues(b), b
+    samples += [bytes([x]) + t for x in range(256) for t in (b"", b"a", b"\x80")]
+    for prefix in [b"", b"\\", b"\\u", b"\\u0", b"\\u00", b"\\u004", b"\xc3", b"\xe0", b"\xed", b"\xe2",
+                   b"\xe2\x82", b"\xf0", b"\xf4", b"\xf1", b"\xf0\x9f", b"\xf0\x9f\x98"]:
+        start = _run(tm, b'{"' + prefix)
+        (stack, _), = start
+        top = stack[-1]
+        assert top[0] == "X"
+        for b in samples:
+            if 0x22 in b:
+                continue
+            c = start
+            for x in b:
+                c = tm.step(c, x)
+                if not c:
+                    break
+            assert bool(c) == body_continues(b, top[3], top[4]), (prefix, b)
     v = _tiny_vocab()
-    body, quote_trie = token_classes(v)
-    got = {int(t) for t in unpack_mask(body, v.vocab_size)}
-    assert {v.token_bytes[t] for t in got} == {b"\xc3", b"\\", b"\\u", b"\\u0061", b"\\n"}
-    assert b'"' in [bytes([k]) for k in quote_trie if k >= 0]
+    got = {int(t) for t in unpack_mask(body_mask(v, 0, 0), v.vocab_size)}
+    want = {t for t, b in enumerate(v.token_bytes) if t not in v.stop_ids and b'"' not in b and b != b"\x01"
+            and b not in (b"\xa9",)}
+    assert got == want, sorted(v.token_bytes[t] for t in got ^ want)
+    after_backslash = {v.token_bytes[int(t)] for t in unpack_mask(body_mask(v, 1, 0), v.vocab_size)}
+    assert b"n" in after_backslash and b"u" in after_backslash and b"0061" not in after_backslash
+    assert all(b'"' in v.token_bytes[t] for k, node in quote_trie(v).items() if k >= 0 for t in _ids(node))
+
+
+def _ids(node: dict) -> list[int]:
+    out = list(node.get(-1, []))
+    for k, child in node.items():
+        if k >= 0:
+            out += _ids(child)
+    return out
 
 
 def test_closed_objects_option() -> None:
