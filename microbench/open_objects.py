@@ -6,7 +6,9 @@ Seeded random token walks (a bias towards structural tokens, so keys close and n
 over a few open-object schemas; every `Matcher.next_token_mask` call made while some configuration is
 inside an open object's extra members (an extra key, or an extra value) is timed, split into the
 first request of a spec ("cold": fresh TextMachine) and a second request over the same machine
-("warm": the shared per-state caches of `SpecCompiler` reuse). Prints p50/p99 in milliseconds.
+("warm": the shared per-state caches of `SpecCompiler` reuse). Prints p50/p99 in milliseconds;
+the per-vocabulary token classes (`factorspec.graph.masks`, built once per process) are built
+first and timed apart.
 Works on trees where open objects are off by default (the open template is swapped in), so the
 same script measures before and after.
 """
@@ -83,6 +85,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     from factorspec.models.hf_vocab import vocab_for
     v = vocab_for(load_tokenizer("qwen2.5-coder-0.5b"))
     out: dict = {}
+    try:  # the per-vocabulary token classes (once per process and vocabulary), timed apart
+        from factorspec.graph import masks
+        t0 = time.perf_counter()
+        masks.quote_trie(v)
+        for esc, pend in [(0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (0, 1), (0, 2), (0, 3), (0, 12),
+                          (0, 22), (0, 33), (0, 43)]:
+            masks.body_mask(v, esc, pend)
+        out["vocab_classes_s"] = round(time.perf_counter() - t0, 3)
+        print("vocab_classes_s", out["vocab_classes_s"], flush=True)
+    except (ImportError, AttributeError):
+        pass
     for name, doc in SCHEMAS.items():
         row = {}
         for phase in ("cold", "warm"):

@@ -97,6 +97,29 @@ class ObjectRules:
         return False
 
 
+def minimal_members(rules: ObjectRules) -> tuple[int, int]:
+    """(mask of the declared fields present, number of extra members) of a smallest valid object:
+    each field left out where the rules still allow completing, extras only to reach minProperties."""
+    mask = n = 0
+    for j in range(rules.nfields):
+        if rules.may_be_absent(j, mask) and rules.viable(j + 1, mask, n):
+            continue
+        mask |= 1 << j
+        n += 1
+    return mask, max(0, rules.min_props - n) if rules.open_ else 0
+
+
+def fresh_keys(declared: set[str], k: int) -> list[str]:
+    """k extra member keys that are not declared ("x0", "x1", ...)."""
+    out: list[str] = []
+    i = 0
+    while len(out) < k:
+        if f"x{i}" not in declared:
+            out.append(f"x{i}")
+        i += 1
+    return out
+
+
 def dependency_violations(rules: ObjectRules, keys: list[str], value: dict, n_members: int) -> list[str]:
     """Messages for the ways the members of `value` break the rules (declared field keys in order)."""
     out = []

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, load_relations
 from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
+from factorspec.graph.objects import fresh_keys, minimal_members
 from factorspec.graph.schema import (
     EXTENSION_KEY,
     Arr,
@@ -173,6 +174,8 @@ class CompiledSpec:
 
     def _build(self, node: LayoutNode, path: tuple, A: list, lens: dict, present: dict) -> Any:
         if isinstance(node, Obj):
+            if node.rules is not None:  # no presence variables there (ground refuses them): a smallest object
+                return _minimal(node, lambda f, p: self._build(f.node, p, A, lens, present), path)
             out = {}
             for f in node.fields:
                 p = path + (f.key,)
@@ -230,9 +233,17 @@ class CompiledSpec:
         return canonical_text(self.template, record, self.style)
 
 
-def _minimal(node: LayoutNode) -> Any:
+def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) -> Any:
     if isinstance(node, Obj):
-        return {f.key: _minimal(f.node) for f in node.fields if f.required}
+        if node.rules is None:
+            return {f.key: _minimal(f.node) for f in node.fields if f.required}
+        mask, n_extra = minimal_members(node.rules)
+        out = {f.key: (build(f, path + (f.key,)) if build else _minimal(f.node))
+               for j, f in enumerate(node.fields) if mask >> j & 1}
+        assert node.extra is not None or not n_extra
+        for k in fresh_keys({f.key for f in node.fields}, n_extra):
+            out[k] = _minimal(node.extra)  # type: ignore[arg-type]
+        return out
     if isinstance(node, Arr):
         return [_minimal(node.item) for _ in range(node.min_items)]
     s: Scalar = node

@@ -35,7 +35,7 @@ from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.spec import CompiledSpec
 
 Config = tuple  # (stack: tuple, sol: State | None)
-MASK_CACHE_BYTES = 8 << 20  # per machine: about 440 masks of a 150k-token vocabulary
+MASK_CACHE_BYTES = 4 << 20  # per machine: about 220 masks of a 150k-token vocabulary
 SMALL_DOMAIN = 64  # numeric slots with at most this many candidate values are matched as texts
 _NUM_PREFIX = re.compile(rb"-?(0|[1-9][0-9]*)?(\.[0-9]*)?")
 _HEX = frozenset(b"0123456789abcdefABCDEF")

@@ -305,3 +305,13 @@ def test_corpus_open_objects_token_walks() -> None:
     bad = [(r["id"], r["result"], r.get("detail")) for r in results if r["result"] != "passed"]
     assert not bad, bad
     assert sum(1 for r in results if r.get("finished")) >= 3
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_solve_gives_a_valid_record(k: int) -> None:
+    """The solver's record (the witness for drafting, `factorspec solve`) meets the rules too."""
+    cs = compile_spec(SCHEMAS[k])
+    rec = cs.solve()
+    assert _validator(SCHEMAS[k]).is_valid(rec), rec
+    tm = TextMachine(cs)
+    assert tm.is_final(_run(tm, cs.canonical_text(rec).encode()))
