@@ -46,6 +46,11 @@ SCHEMAS: list[dict] = [
      "additionalProperties": {"type": "boolean"}, "minProperties": 1},
     {"type": "object", "properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["z"]},
      "additionalProperties": False},
+    {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a"],
+     "dependentRequired": {"a": ["c"]}, "maxProperties": 2},
+    {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["z"], "b": ["a"]},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"a": {}, "b": {}}, "dependencies": {"a": ["z"]}, "minProperties": 2},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
      "additionalProperties": {"type": "object", "properties": {"b": {}}, "maxProperties": 1}},
 ]
