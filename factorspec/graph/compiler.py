@@ -79,15 +79,18 @@ class CompiledConstraint:
 class SpecCompiler:
     """Compiles spec documents, caching the results (LRU, at most `cache_limit` specs).
 
-    `cache_enabled=False` compiles every call afresh (each result still owns one machine)."""
+    `cache_enabled=False` compiles every call afresh (each result still owns one machine).
+    `open_objects=False` closes objects with additionalProperties true or a schema (see
+    docs/spec.md: open is the default)."""
 
     def __init__(self, cache_enabled: bool = True, cache_limit: int = DEFAULT_CACHE_LIMIT,
-                 budget: Optional[Budget] = None) -> None:
+                 budget: Optional[Budget] = None, open_objects: bool = True) -> None:
         if cache_limit < 1:
             raise ValueError("cache_limit must be >= 1")
         self.cache_enabled = cache_enabled
         self.cache_limit = int(cache_limit)
         self.budget = budget
+        self.open_objects = open_objects
         self._cache: OrderedDict[str, CompiledConstraint] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
@@ -104,7 +107,7 @@ class SpecCompiler:
                     self.hits += 1
             if hit is not None:
                 return hit.check() if check else hit
-        spec = compile_spec(json.loads(key), self.budget)
+        spec = compile_spec(json.loads(key), self.budget, open_objects=self.open_objects)
         cc = CompiledConstraint(key, spec, machine_of(spec))
         if self.cache_enabled:
             with self._lock:

@@ -235,6 +235,10 @@ class Grounder:
                 f = next(f for f in node.fields if f.key == p)
                 if not f.required:
                     fp = path[: i + 1]
+                    if node.rules is not None and fp not in self.present_var_of:
+                        raise self.err(f"the presence of {path_text(fp)} ({node.pointer}/properties/"
+                                       f"{escape_pointer(f.key)}) is tied by minProperties/maxProperties/"
+                                       "dependentRequired of its object; relations on it are not supported")
                     if fp not in self.present_var_of:
                         pv = self._new_var(fp, "bool", 0, 1, values=[False, True], structural=True,
                                            name=f"present({path_text(fp)})", guard_upto=len(fp) - 1,
@@ -459,6 +463,8 @@ class Grounder:
                     if f.key == nm:
                         guards.extend(self.guards((nm,)))
                         return Ref((nm,), f.node)
+                if self.template.extra is not None:
+                    raise self.err(_open_member_message(self.template, nm, nm, to_text(ast)))
             raise self.err(f"unknown name {nm!r} (not a top-level property, table or index variable)")
         op = ast["op"]
         args = ast.get("args", [])
@@ -554,6 +560,10 @@ class Grounder:
                 r2 = self._attr(r, name, extra, ast)  # an optional field adds its presence guard
                 items.append((E.conj(([g] if g is not None else []) + extra), r2))
             return ListVal(items)
+        if isinstance(base, Ref) and isinstance(base.node, Scalar) and base.node.kind == "any":
+            raise self.err(f"{path_text(base.path)}.{name} is inside an open layout: {path_text(base.path)} "
+                           f"({base.node.pointer or '/'}) may be any JSON value, so relations cannot name its "
+                           f"fields (in {to_text(ast)})")
         if not isinstance(base, Ref) or not isinstance(base.node, Obj):
             raise self.err(f"'.{name}' applied to something that is not an object (in {to_text(ast)})")
         for f in base.node.fields:
@@ -561,6 +571,8 @@ class Grounder:
                 path = base.path + (name,)
                 guards.extend(self.guards(path))
                 return Ref(path, f.node)
+        if base.node.extra is not None:
+            raise self.err(_open_member_message(base.node, path_text(base.path + (name,)), name, to_text(ast)))
         raise self.err(f"{path_text(base.path)} has no property {name!r}")
 
     def _foreign_guards(self, option: GVal, extra: list) -> list:
@@ -1175,3 +1187,11 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
             raise SpecError(f"{ptr}/expr", "expr must be a string or an AST object")
         rels.append(Relation(name, text, ast, message, ptr))
     return tables, rels
+
+
+def _open_member_message(obj: Obj, where: str, name: str, text: str) -> str:
+    """A relation names a property an open object does not declare: it would be an extra member."""
+    ptr = f"{obj.pointer}/additionalProperties"
+    return (f"{where} names {name!r}, which is not a declared property of the open object at {obj.pointer or '/'}: "
+            f"it could only be an extra member ({ptr}), and relations may only name declared properties "
+            f"(in {text})")

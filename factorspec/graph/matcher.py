@@ -19,9 +19,10 @@ import numpy as np
 
 from factorspec.constraint import DraftTree
 from factorspec.draft.certain import TreeDrafter, certain_run
+from factorspec.graph.masks import boundary_mask
 from factorspec.graph.spec import CompiledSpec
 from factorspec.graph.textstate import TextMachine
-from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
+from factorspec.graph.token_vocab import TokenVocab
 
 
 class Matcher:
@@ -179,46 +180,17 @@ class Matcher:
         bitmask[index, : len(row)] = row[: bitmask.shape[1]]
 
     def _boundary_mask(self) -> np.ndarray:
+        """The mask at a free choice, from the machine's shared cache when another request (or an
+        earlier position) met the same configurations (`boundary_masks`)."""
         v, m = self.vocab, self.m
         cfgs = self.configs
-        ids: list[int] = []
-        if m.is_final(cfgs):
-            ids.extend(v.stop_ids)
-        plain = None
-        if len(cfgs) == 1:
-            (stack, _sol), = cfgs
-            if stack and stack[-1][0] == "T" and stack[-1][3] == 0 and stack[-1][4] == 0:
-                node = m.node_at(stack[-1][1])
-                max_len = getattr(node, "max_len", None)  # a string slot (Scalar)
-                room = None if max_len is None else max_len - stack[-1][2]
-                if room is None or room > 0:
-                    plain = v.plain_mask(room)
-        trie = v.special_trie if plain is not None else v.trie
-        self._dfs(trie, cfgs, ids)
-        mask = v.mask_from_ids(ids)
-        if plain is not None:
-            mask = mask | plain
+        key = (v, cfgs)
+        hit = m.mask_cache.get(key)
+        if hit is not None:
+            return hit
+        mask = boundary_mask(m, v, cfgs)
+        m.cache_mask(key, mask)
         return mask
-
-    def _dfs(self, trie: dict, cfgs: frozenset, out: list[int]) -> None:
-        m = self.m
-        stack = [(trie, cfgs)]
-        while stack:
-            node, cf = stack.pop()
-            nb = m.next_bytes(cf, limit=24)
-            keys = [b for b in nb if b in node] if nb is not None else [b for b in node if b != TOKEN_END]
-            for b in keys:
-                if b < 0:
-                    continue
-                nc = m.step(cf, b)
-                if not nc:
-                    continue
-                child = node[b]
-                ids = child.get(TOKEN_END)
-                if ids:
-                    out.extend(ids)
-                if len(child) > (1 if ids else 0):
-                    stack.append((child, nc))
 
     def token_path(self, target: bytes) -> Optional[list[int]]:
         """Allowed tokens (stop token included) that write exactly `target` from here to the end

@@ -8,7 +8,9 @@ constrain nothing (annotations, unknown or vendor keywords such as `x-*`, draft-
 Schema specification says, and listed in the compile report (`SchemaCompiler.report`).
 
 Narrowings (sound: every text FactorSpec allows is valid for the schema; documented in
-docs/spec.md): an object without `additionalProperties` is closed; a schema without `type` but
+docs/spec.md): an object without `additionalProperties` is closed (one with
+`additionalProperties` true or a schema is open, unless `open_objects=False` closes it too);
+declared fields come first, in their order, then extra members; a schema without `type` but
 with type-implying keywords (`properties`, `items`, `minLength`, ...) takes those types; numbers
 are written without exponent; texts are compact (separators from `TextStyle`).
 """
@@ -21,6 +23,7 @@ from fractions import Fraction
 from typing import Any, Optional, Union
 
 from factorspec.errors import SpecError
+from factorspec.graph.objects import ObjectRules, dependency_violations
 from factorspec.graph.relations import format_decimal
 
 EXTENSION_KEY = "x-factorspec"
@@ -55,7 +58,8 @@ _TYPE_SPECIFIC = {
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
-    "object": {"properties", "required", "additionalProperties"},
+    "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
+               "dependentRequired", "dependencies"},
     "array": {"items", "minItems", "maxItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
@@ -154,6 +158,7 @@ class Obj:
     pointer: str
     fields: list[Field]
     extra: Optional[LayoutNode] = None
+    rules: Optional[ObjectRules] = None  # minProperties/maxProperties/dependentRequired, if they constrain
 
 
 @dataclass
@@ -197,11 +202,11 @@ class SchemaCompiler:
 
     MAX_DEPTH = 64
 
-    def __init__(self, doc: dict, open_objects: bool = False) -> None:
+    def __init__(self, doc: dict, open_objects: bool = True) -> None:
         self.doc = doc
-        # Open objects (additionalProperties true/schema) are byte-exact in textstate, but the
-        # Matcher has no fast path inside their extra keys yet (a full trie walk per token), so
-        # they stay off by default until it does.
+        # additionalProperties true/schema: open (the default; extra members after the declared
+        # fields), or with open_objects=False closed like an object without the keyword (a sound
+        # narrowing, noted in the report)
         self.open_objects = open_objects
         self._ref_stack: list[str] = []
         self._report: dict[tuple[str, str], str] = {}
@@ -221,6 +226,9 @@ class SchemaCompiler:
     def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
+        if ref != "#" and not ref.startswith("#/"):
+            raise SpecError(f"{ptr}/$ref", f"anchor references ({ref!r}) are not supported, only JSON Pointers "
+                            "('#/...')")
         target: Any = self.doc
         parts = ref[1:].split("/")[1:] if ref != "#" else []
         for raw in parts:
@@ -495,40 +503,102 @@ class SchemaCompiler:
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
             raise SpecError(f"{ptr}/required", "required must be a list of strings")
         ap = s.get("additionalProperties", False)
+        explicit_closed = ap is False and "additionalProperties" in s
         if ap is not False and not self.open_objects:
-            raise SpecError(f"{ptr}/additionalProperties",
-                            "only additionalProperties: false is supported (the record layout is closed)")
+            self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
+            ap = False
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
         fields = [Field(k, self.node(v, f"{ptr}/properties/{escape_pointer(k)}", depth + 1), k in req)
                   for k, v in props.items()]
         for r in dict.fromkeys(req):
             if r not in props:
-                if ap is False and "additionalProperties" in s:
+                if explicit_closed:
                     raise SpecError(f"{ptr}/required", f"required property {r!r} is not in properties "
                                     "and additionalProperties is false: no object fits")
                 self._note(ptr, "required", f"required property {r!r} is not in properties: any value")
                 fields.append(Field(r, extra if extra is not None else Scalar(f"{ptr}/required", "any"), True))
-        nreq = sum(f.required for f in fields)
-        if extra is not None:
-            for k in ("minProperties", "maxProperties"):
-                if k in keys:
-                    raise SpecError(f"{ptr}/{k}", f"{k} on an open object (additionalProperties) is not supported")
-        if "minProperties" in keys:
-            n = _nonneg_int(s["minProperties"], ptr, "minProperties")
-            if n > len(fields):
-                raise SpecError(f"{ptr}/minProperties", f"minProperties {n} > the {len(fields)} properties "
-                                "of this closed object: no object fits")
-            if n > nreq:
-                raise SpecError(f"{ptr}/minProperties", f"minProperties {n} over optional properties is not "
-                                f"supported (only {nreq} are required)")
-        if "maxProperties" in keys:
-            n = _nonneg_int(s["maxProperties"], ptr, "maxProperties")
-            if n < nreq:
-                raise SpecError(f"{ptr}/maxProperties", f"maxProperties {n} < the {nreq} required properties")
-            if n < len(fields):
-                raise SpecError(f"{ptr}/maxProperties", f"maxProperties {n} over optional properties is not "
-                                "supported")
-        return Obj(ptr, fields, extra)
+        deps = self._dependencies(s, keys, ptr, fields, extra, explicit_closed)
+        lo = _nonneg_int(s["minProperties"], ptr, "minProperties") if "minProperties" in keys else 0
+        hi = _nonneg_int(s["maxProperties"], ptr, "maxProperties") if "maxProperties" in keys else None
+        if hi is not None and hi < lo:
+            raise SpecError(f"{ptr}/maxProperties", f"maxProperties {hi} < minProperties {lo}: no object fits")
+        index = {f.key: i for i, f in enumerate(fields)}
+        rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi,
+                            {index[a]: sum(1 << index[b] for b in bs) for a, bs in deps.items()}, extra is not None)
+        if not rules.constrains():
+            return Obj(ptr, fields, extra)
+        if not rules.viable(0, 0, 0):
+            kw = "minProperties" if "minProperties" in keys and (hi is None or extra is None) else \
+                "maxProperties" if "maxProperties" in keys else sorted(keys & {"dependencies", "dependentRequired"})[0]
+            closed = "" if extra is not None else (f" in this closed object ({len(fields)} declared properties; "
+                                                   "an object without additionalProperties is closed)")
+            raise SpecError(f"{ptr}/{kw}", f"no object fits: minProperties {lo}, maxProperties {hi}, the required "
+                            f"properties and dependencies together admit no set of properties{closed}")
+        return Obj(ptr, fields, extra, rules)
+
+    def _dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field], extra: Optional[LayoutNode],
+                      explicit_closed: bool) -> dict[str, list[str]]:
+        """dependentRequired and the array form of `dependencies`, as key -> required keys. A key
+        they name that is not declared becomes an optional field (its value: additionalProperties
+        of an open object, any value in an object closed only by FactorSpec's narrowing); in an
+        object closed by additionalProperties false, a property that requires an undeclared one
+        can never appear and is dropped."""
+        out: dict[str, list[str]] = {}
+        for kw in ("dependencies", "dependentRequired"):
+            if kw not in keys:
+                continue
+            d = s[kw]
+            if not isinstance(d, dict):
+                raise SpecError(f"{ptr}/{kw}", f"{kw} must be an object")
+            for a, bs in d.items():
+                kp = f"{ptr}/{kw}/{escape_pointer(a)}"
+                if kw == "dependencies" and not isinstance(bs, list):
+                    if bs is True or bs == {}:
+                        continue
+                    raise SpecError(kp, "dependencies with a schema (dependentSchemas) is not supported; "
+                                    "only the array form (dependentRequired) is")
+                if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
+                    raise SpecError(kp, f"{kw} values must be lists of property names")
+                out.setdefault(a, [])
+                out[a] += [b for b in bs if b != a and b not in out[a]]
+        declared = {f.key for f in fields}
+        for a in list(out):
+            if explicit_closed and (a not in declared or any(b not in declared for b in out[a])):
+                if a in declared:
+                    f = next(f for f in fields if f.key == a)
+                    if f.required:
+                        raise SpecError(f"{ptr}/required", f"required property {a!r} depends on a property that "
+                                        "additionalProperties false forbids: no object fits")
+                    fields.remove(f)
+                    declared.discard(a)
+                    self._note(ptr, "dependentRequired", f"property {a!r} requires an undeclared property in a "
+                               "closed object: it never appears")
+                del out[a]
+                continue
+            if a not in declared and extra is None:
+                del out[a]  # never written: the layout has no member with that key
+                continue
+            for k in [a] + out[a]:
+                if k not in declared:
+                    node = extra if extra is not None else Scalar(f"{ptr}/dependentRequired", "any")
+                    fields.append(Field(k, node, False))
+                    declared.add(k)
+        # a dropped field may be named as another's requirement: that one can never appear either
+        changed = True
+        while changed:
+            changed = False
+            for a in list(out):
+                if any(b not in declared for b in out[a]) or a not in declared:
+                    g = next((f for f in fields if f.key == a), None)
+                    if g is not None:
+                        if g.required:
+                            raise SpecError(f"{ptr}/required", f"required property {a!r} depends on a property "
+                                            "that can never appear: no object fits")
+                        fields.remove(g)
+                        declared.discard(a)
+                    del out[a]
+                    changed = True
+        return out
 
     def _array(self, s: dict, keys: set[str], ptr: str, depth: int) -> Arr:
         items = s.get("items", True)
@@ -679,15 +749,15 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
 
 
-def compile_schema(doc: dict) -> LayoutNode:
+def compile_schema(doc: dict, open_objects: bool = True) -> LayoutNode:
     """Compile a schema document (the spec minus its relations) into the template tree."""
-    return SchemaCompiler(doc).compile()
+    return SchemaCompiler(doc, open_objects).compile()
 
 
-def compile_schema_report(doc: dict) -> tuple[LayoutNode, list[tuple[str, str, str]]]:
+def compile_schema_report(doc: dict, open_objects: bool = True) -> tuple[LayoutNode, list[tuple[str, str, str]]]:
     """The template tree and the compile report: every ignored keyword and every narrowing, as
     (JSON Pointer, keyword, note)."""
-    c = SchemaCompiler(doc)
+    c = SchemaCompiler(doc, open_objects)
     node = c.compile()
     return node, c.report
 
@@ -741,6 +811,9 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
                 out += schema_violations(f.node, value[f.key], path + (f.key,))
             elif f.required:
                 out.append((path + (f.key,), "required property missing"))
+        if node.rules is not None:
+            out += [(path, msg) for msg in dependency_violations(node.rules, [f.key for f in node.fields], value,
+                                                                 len(value))]
         return out
     if isinstance(node, Arr):
         if not isinstance(value, list):

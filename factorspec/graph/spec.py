@@ -10,6 +10,7 @@ from typing import Any, Optional
 from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, load_relations
 from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
+from factorspec.graph.objects import fresh_keys, minimal_members
 from factorspec.graph.schema import (
     EXTENSION_KEY,
     Arr,
@@ -64,7 +65,8 @@ def _jsonable(v: Any) -> Any:
 class CompiledSpec:
     """Schema template + grounded factor graph of one spec document."""
 
-    def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> None:
+    def __init__(self, doc: dict, budget: Optional[Budget] = None, style: TextStyle = TextStyle(),
+                 open_objects: bool = True) -> None:
         if not isinstance(doc, dict):
             raise SpecError("", "a spec must be a JSON object")
         if depth_of(doc) > MAX_DEPTH:
@@ -72,7 +74,9 @@ class CompiledSpec:
         self.doc = doc
         self.style = style
         self.budget = budget or Budget()
-        self.template: LayoutNode = compile_schema(doc)
+        # open_objects=False closes objects with additionalProperties true/a schema (docs/spec.md)
+        self.open_objects = open_objects
+        self.template: LayoutNode = compile_schema(doc, open_objects)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
@@ -170,6 +174,8 @@ class CompiledSpec:
 
     def _build(self, node: LayoutNode, path: tuple, A: list, lens: dict, present: dict) -> Any:
         if isinstance(node, Obj):
+            if node.rules is not None:  # no presence variables there (ground refuses them): a smallest object
+                return _minimal(node, lambda f, p: self._build(f.node, p, A, lens, present), path)
             out = {}
             for f in node.fields:
                 p = path + (f.key,)
@@ -227,9 +233,17 @@ class CompiledSpec:
         return canonical_text(self.template, record, self.style)
 
 
-def _minimal(node: LayoutNode) -> Any:
+def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) -> Any:
     if isinstance(node, Obj):
-        return {f.key: _minimal(f.node) for f in node.fields if f.required}
+        if node.rules is None:
+            return {f.key: _minimal(f.node) for f in node.fields if f.required}
+        mask, n_extra = minimal_members(node.rules)
+        out = {f.key: (build(f, path + (f.key,)) if build else _minimal(f.node))
+               for j, f in enumerate(node.fields) if mask >> j & 1}
+        assert node.extra is not None or not n_extra
+        for k in fresh_keys({f.key for f in node.fields}, n_extra):
+            out[k] = _minimal(node.extra)  # type: ignore[arg-type]
+        return out
     if isinstance(node, Arr):
         return [_minimal(node.item) for _ in range(node.min_items)]
     s: Scalar = node
@@ -267,8 +281,10 @@ def _get(record: Any, path: tuple) -> Any:
     return x
 
 
-def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = TextStyle()) -> CompiledSpec:
-    """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`."""
+def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = TextStyle(),
+                 open_objects: bool = True) -> CompiledSpec:
+    """Compile a spec document (a dict, or JSON text) into a `CompiledSpec`; `open_objects=False`
+    closes objects with additionalProperties true or a schema (xgrammar-like strictness)."""
     if isinstance(doc, (str, bytes)):
         try:
             doc = load_json(doc)
@@ -276,4 +292,4 @@ def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = T
             raise SpecError("", f"spec is not valid JSON: {e}") from None
         except InputLimitError as e:
             raise SpecError("", f"spec is not accepted: {e}") from None
-    return CompiledSpec(doc, budget, style)
+    return CompiledSpec(doc, budget, style, open_objects)

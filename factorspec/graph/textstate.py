@@ -8,8 +8,11 @@ A configuration is (stack of pending tasks, solver State). Tasks, top of the sta
   ('S', path, prefix)          inside an enum/number text
   ('T', path, nchars, esc, pend)  inside a free-text string body
   ('G', path, n) / ('H', path, n)  members / items of an object / array inside an any-value
-  ('E', path, n)               an open object's extra members (after its declared fields)
-  ('X', path, nchars, esc, pend, raw)  inside an extra member's key (never a declared key)
+  ('P', path, j, n, mask)      an object with property-count/dependency rules (`objects.py`)
+  ('E', path, n, used)         an open object's extra members (after its declared fields; n
+                               members in all so far, `used` the extra keys written)
+  ('X', path, 0, esc, pend, raw, used)  inside an extra member's key (never a declared or used key;
+                               `raw` is the key's text so far)
 A union node's value starts as any of its alternatives (path element ('|', i)); an any-value's
 parts live at path + ('#s',) (a string), ('#n',) (a number), ('#v',) (a member or item).
 A set of configurations is the automaton state (choices such as optional fields can share a
@@ -26,11 +29,13 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from factorspec.graph.domain import dmax, dmin, dsize
+from factorspec.graph.objects import rule_fields
 from factorspec.graph.relations import format_decimal
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.spec import CompiledSpec
 
 Config = tuple  # (stack: tuple, sol: State | None)
+MASK_CACHE_BYTES = 4 << 20  # per machine: about 220 masks of a 150k-token vocabulary
 SMALL_DOMAIN = 64  # numeric slots with at most this many candidate values are matched as texts
 _NUM_PREFIX = re.compile(rb"-?(0|[1-9][0-9]*)?(\.[0-9]*)?")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -51,6 +56,17 @@ class TextMachine:
         self._expand_cache: dict = {}
         self._texts_cache: dict = {}
         self._declared_cache: dict = {}
+        # (vocab, configurations) -> boundary mask, shared by every request of the spec (masks.py)
+        self.mask_cache: dict = {}
+        self._mask_bytes = 0
+
+    def cache_mask(self, key: tuple, mask: Any) -> None:
+        """Keep a computed boundary mask (at most MASK_CACHE_BYTES per machine, then start over)."""
+        if self._mask_bytes + mask.nbytes > MASK_CACHE_BYTES:
+            self.mask_cache.clear()
+            self._mask_bytes = 0
+        self.mask_cache[key] = mask
+        self._mask_bytes += mask.nbytes
 
     # -- configurations -------------------------------------------------------------------------
     def initial(self) -> frozenset:
@@ -104,6 +120,8 @@ class TextMachine:
                 work.extend(self._items(rest, top, sol))
             elif kind == "E":
                 work.extend(self._extra(rest, top, sol))
+            elif kind == "P":
+                work.extend(rule_fields(self, rest, top, sol))
             elif kind == "G" or kind == "H":
                 work.extend(self._any_parts(rest, top, sol))
             else:
@@ -116,6 +134,8 @@ class TextMachine:
     def _start_value(self, rest: tuple, path: tuple, sol: Any) -> list[Config]:
         node = self.node_at(path)
         if isinstance(node, Obj):
+            if node.rules is not None:
+                return [(rest + (("P", path, 0, 0, 0), ("L", b"{")), sol)]
             return [(rest + (("O", path, 0, 0), ("L", b"{")), sol)]
         if isinstance(node, Arr):
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
@@ -133,34 +153,41 @@ class TextMachine:
         return [(rest + (("S", path, b""),), sol)]
 
     def _extra(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
-        """An open object after its declared fields: close, or a member with an undeclared key."""
-        _, path, n = top
-        more = (("E", path, n + 1), ("V", path + (("+",),)), ("L", self.key_sep), ("X", path, 0, 0, 0, b""),
-                ("L", (self.sep if n else b"") + b'"'))
-        return [(rest + (("L", b"}"),), sol), (rest + more, sol)]
+        """An open object after its declared fields: close (once minProperties is met), or one more
+        member (within maxProperties) with a key that is neither declared nor already used."""
+        _, path, n, used = top
+        node: Obj = self.node_at(path)  # type: ignore[assignment]
+        rules = node.rules
+        out = []
+        if rules is None or n >= rules.min_props:
+            out.append((rest + (("L", b"}"),), sol))
+        if rules is None or rules.max_props is None or n < rules.max_props:
+            # the key's task is replaced by an ('E', ...) with the key added when it closes
+            more = (("E", path, n + 1, used), ("V", path + (("+",),)), ("L", self.key_sep),
+                    ("X", path, 0, 0, 0, b"", used), ("L", (self.sep if n else b"") + b'"'))
+            out.append((rest + more, sol))
+        return out
 
-    def _declared(self, path: tuple) -> tuple[frozenset, int]:
+    def _declared(self, path: tuple) -> frozenset:
         hit = self._declared_cache.get(path)
         if hit is None:
             node: Obj = self.node_at(path)  # type: ignore[assignment]
-            keys = frozenset(f.key for f in node.fields)
-            hit = self._declared_cache[path] = (keys, 6 * max((len(k) for k in keys), default=0) + 6)
+            hit = self._declared_cache[path] = frozenset(f.key for f in node.fields)
         return hit
 
     def _key_byte(self, top: tuple, b: int) -> Any:
         """One byte of an extra member's key: a JSON string body that does not decode to a declared
-        key (`raw` is kept while it could still be one)."""
-        _, path, nchars, esc, pend, raw = top
-        nxt = self._string_byte(("T", path + (("+s",),), nchars, esc, pend), b)
+        key or to one already used in this object. Returns the next X task, or ("end", key)."""
+        _, path, _nchars, esc, pend, raw, used = top
+        nxt = self._string_byte(("T", path + (("+s",),), 0, esc, pend), b)
         if nxt is None:
             return None
-        keys, limit = self._declared(path)
         if nxt == "end":
-            if raw is not None and json.loads(b'"' + raw + b'"') in keys:
+            key = json.loads(b'"' + raw + b'"')
+            if key in used or key in self._declared(path):
                 return None
-            return "end"
-        raw = raw + bytes([b]) if raw is not None and len(raw) < limit else None
-        return ("X", path, nxt[2], nxt[3], nxt[4], raw)
+            return ("end", key)
+        return ("X", path, 0, nxt[3], nxt[4], raw + bytes([b]), used)
 
     def _any_parts(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
         """Inside an any-value's object (G) or array (H) with n parts written: close, or one more."""
@@ -180,7 +207,7 @@ class TextMachine:
         node: Obj = self.node_at(path)  # type: ignore[assignment]
         if j == len(node.fields):
             if node.extra is not None:
-                return [(rest + (("E", path, n),), sol)]
+                return [(rest + (("E", path, n, frozenset()),), sol)]
             return [(rest + (("L", b"}"),), sol)]
         f = node.fields[j]
         fpath = path + (f.key,)
@@ -380,12 +407,26 @@ class TextMachine:
             elif self._num_viable(path, sol, np_):
                 out.append((stack[:-1] + (("S", path, np_),), sol))
             return
-        if kind == "T" or kind == "X":
-            nxt = self._string_byte(top, b) if kind == "T" else self._key_byte(top, b)
+        if kind == "T":
+            nxt = self._string_byte(top, b)
             if nxt is None:
                 return
             if nxt == "end":
                 out.extend(self.expand((stack[:-1], sol)))
+            else:
+                out.append((stack[:-1] + (nxt,), sol))
+        elif kind == "X":
+            nxt = self._key_byte(top, b)
+            if nxt is None:
+                return
+            if nxt[0] == "end":
+                # below the key: its separator, its value, then the members task; record the key there
+                below = stack[:-1]
+                i = len(below) - 3
+                e = below[i]
+                assert e[0] == "E"
+                below = below[:i] + (("E", e[1], e[2], e[3] | {nxt[1]}),) + below[i + 1:]
+                out.extend(self.expand((below, sol)))
             else:
                 out.append((stack[:-1] + (nxt,), sol))
 

@@ -17,15 +17,11 @@ UNSUPPORTED_KEYWORDS = [
     ({"allOf": [{"type": "integer"}]}, "allOf"),
     ({"not": {"type": "integer"}}, "not"),
     ({"type": "integer", "if": {}, "then": {}}, "if"),
-    ({"type": "object", "properties": {"x": {"type": "integer"}}, "minProperties": 1}, "minProperties"),
     ({"type": "object", "properties": {}, "patternProperties": {"^x": {}}}, "patternProperties"),
-    ({"type": "object", "properties": {}, "dependentRequired": {"a": ["b"]}}, "dependentRequired"),
     ({"type": "object", "properties": {}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
     ({"type": "string", "pattern": "^x", "format": "date"}, "pattern"),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
     ({"oneOf": [{"type": "object"}, {"required": ["a"]}]}, "oneOf"),
-    ({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "maxProperties": 1},
-     "maxProperties"),
     ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
     ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
@@ -47,8 +43,14 @@ def test_unsupported_keyword_names_pointer(node: dict, keyword: str) -> None:
 
 
 BAD_SHAPES = [
-    ({"type": "object", "properties": {}, "additionalProperties": True}, "/properties/a/additionalProperties"),
-    ({"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}}, "/properties/a/additionalProperties"),
+    ({"type": "object", "properties": {}, "additionalProperties": {"pattern": "x"}},
+     "/properties/a/additionalProperties/pattern"),
+    ({"type": "object", "properties": {"x": {}}, "minProperties": 2}, "/properties/a/minProperties"),
+    ({"type": "object", "properties": {}, "minProperties": 2, "maxProperties": 1}, "/properties/a/maxProperties"),
+    ({"type": "object", "properties": {"x": {}}, "dependencies": {"x": {"required": ["y"]}}},
+     "/properties/a/dependencies/x"),
+    ({"type": "object", "properties": {"x": {}}, "required": ["x"], "dependentRequired": {"x": ["y"]},
+      "additionalProperties": False}, "/properties/a/required"),
     ({"type": "object", "properties": []}, "/properties/a/properties"),
     ({"type": "object", "properties": {}, "required": "x"}, "/properties/a/required"),
     ({"type": "array", "items": [{"type": "integer"}]}, "/properties/a/items"),
@@ -220,16 +222,13 @@ def test_relation_on_a_union_is_refused_naming_it() -> None:
 
 
 def test_open_object_automaton_is_exact() -> None:
-    """additionalProperties (off by default, see SchemaCompiler): extra keys never repeat a declared
-    key (also when escaped), extra values follow their schema, declared fields come first."""
-    from factorspec.graph.schema import SchemaCompiler
+    """additionalProperties (open by default): extra keys never repeat a declared key (also when
+    escaped) or an extra key already written, extra values follow their schema, declared fields
+    come first."""
     from factorspec.graph.textstate import TextMachine
     sc = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}}, "required": ["a"],
           "additionalProperties": {"type": "string", "maxLength": 2}}
-    with pytest.raises(SpecError):
-        compile_spec(sc)
-    cs = compile_spec({"type": "object", "properties": {}})  # a shell; swap in the open template
-    cs.template = SchemaCompiler(sc, open_objects=True).compile()
+    cs = compile_spec(sc)
     tm = TextMachine(cs)
 
     def run(text: bytes) -> frozenset:
@@ -245,3 +244,7 @@ def test_open_object_automaton_is_exact() -> None:
     assert not run(b'{"a": 1, "zz": "xyz')
     assert not run(b'{"a": 1, "zz": 1')
     assert cs.check({"a": 1, "zz": "xy"}) == [] and cs.check({"a": 1, "zz": "xyz"})
+    assert run(b'{"a": 1, "zz": "", "z') and not run(b'{"a": 1, "zz": "", "zz"')
+    assert not run(b'{"a": 1, "zz": "", "z\\u007a"') and run(b'{"a": 1, "zz": "", "z\\u007b"')
+    closed = compile_spec(sc, open_objects=False)
+    assert closed.check({"a": 1, "zz": "xy"}) and TextMachine(closed).step(TextMachine(closed).initial(), ord("{"))
