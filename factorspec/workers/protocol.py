@@ -4,7 +4,7 @@ Messages are tuples (pickled once by the sender); a step's items are the `StepIt
 themselves and a draft travels as the contract's `DraftTree`:
 
 parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
-                   ("add", seq, rid, spec_doc, prompt_ids)
+                   ("add", seq, rid, spec_doc, prompt_ids, replay_tokens)
                    ("remove", seq, rid)
                    ("step", seq, step_id, [StepItem, ...], two_phase)
                    ("close", seq)
@@ -22,6 +22,12 @@ tokens are applied and its draft is made (the engine needs the drafts to build i
 "step" once the bitmask rows of every draft node are written (the engine needs those only after
 the forward, so the workers fill them while the forward runs).
 
+The shared block holds, after the rows (at ctrl_offset), one int64 cancel word per slot (the
+last step id the parent gave up on there) and then one int64 progress word per slot: the worker
+writes seq << PROGRESS_SHIFT | k before computing item k of message seq (item 0 of an "add"),
+0 between messages, so a parent whose step ran out of budget knows which request was the slow
+one.
+
 Every reply carries the sequence number of the last message the worker has read, so the parent
 knows how many bytes are still unread in the pipe. An error travels as
 (kind, cause, pointer) and is rebuilt into a `RequestFailed` subclass in the parent.
@@ -33,6 +39,8 @@ from typing import Any, Optional
 
 from factorspec.constraint import DraftTree
 from factorspec.errors import FactorSpecError
+
+PROGRESS_SHIFT = 20  # a progress word is seq << PROGRESS_SHIFT | item index (one aligned int64 store)
 
 
 class RequestFailed(FactorSpecError):

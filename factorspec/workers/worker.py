@@ -13,7 +13,7 @@ import numpy as np
 from factorspec.constraint import DraftTree, fill_tree_bitmask, truncate_draft
 from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
-from factorspec.workers.protocol import StepItem, encode_error
+from factorspec.workers.protocol import PROGRESS_SHIFT, StepItem, encode_error
 
 
 class TokenRejected(Exception):
@@ -42,7 +42,9 @@ class Worker:
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
         self.cancelled: Optional[np.ndarray] = None
+        self.progress: Optional[np.ndarray] = None
         self.slot = 0
+        self.seq = 0  # the message being served
 
     def attach(self, name: str, rows: int, words: int, slot: int, ctrl_offset: int, n_slots: int) -> None:
         if words < self.vocab.words:
@@ -50,7 +52,14 @@ class Worker:
         self.shm = _attach(name)
         self.bitmask = np.ndarray((rows, words), dtype=np.int32, buffer=self.shm.buf)
         self.cancelled = np.ndarray((n_slots,), dtype=np.int64, buffer=self.shm.buf, offset=ctrl_offset)
+        self.progress = np.ndarray((n_slots,), dtype=np.int64, buffer=self.shm.buf, offset=ctrl_offset + 8 * n_slots)
         self.slot = slot
+
+    def mark(self, k: int) -> None:
+        """Say in the shared block that item `k` of the current message is being computed (the
+        parent reads it when a step runs out of budget, to fail that request alone)."""
+        if self.progress is not None:
+            self.progress[self.slot] = (self.seq << PROGRESS_SHIFT) | k if k >= 0 else 0
 
     def step(self, step_id: int, items: list[StepItem]) -> list:
         out = []
@@ -58,6 +67,7 @@ class Worker:
             if self._cancelled_step(step_id):
                 out += self._cancel_rest([it.rid for it in items[k:]])
                 break
+            self.mark(k)
             out.append(self.step_one(item))
         return out
 
@@ -113,10 +123,11 @@ class Worker:
 
     def tree_drafts(self, items: list[StepItem]) -> tuple[list, list]:
         """Phase 1 of a two-phase step: apply each request's tokens and make its draft. Returns
-        the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent)."""
+        the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent, k)."""
         out, todo = [], []
-        for it in items:
+        for k, it in enumerate(items):
             rid, row, width = it.rid, it.row, it.draft_width
+            self.mark(k)
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             if m is None:
@@ -143,16 +154,17 @@ class Worker:
                 continue
             dt = time.perf_counter() - t0
             out.append((rid, True, (d, term, dt)))
-            todo.append((rid, row, d, it.tree, dt))
+            todo.append((rid, row, d, it.tree, dt, k))
         return out, todo
 
     def tree_rows(self, step_id: int, todo: list) -> list:
         """Phase 2: the bitmask rows of the root and (tree items) of every draft node."""
         out = []
-        for k, (rid, row, d, tree, dt) in enumerate(todo):
+        for j, (rid, row, d, tree, dt, k) in enumerate(todo):
             if self._cancelled_step(step_id):
-                out += self._cancel_rest([t[0] for t in todo[k:]])
+                out += self._cancel_rest([t[0] for t in todo[j:]])
                 break
+            self.mark(k)
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             try:
@@ -224,6 +236,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             except (EOFError, OSError):
                 return
             kind, seq = msg[0], msg[1]
+            w.seq = seq
             if kind == "step" and len(msg) > 4 and msg[4]:  # two-phase: drafts first, then rows
                 t0 = time.perf_counter()
                 first, todo = w.tree_drafts(msg[3])
@@ -238,6 +251,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
                 conn_out.send(("step", seq, msg[2], out, (t0, t1)))
             elif kind == "add":
                 t0 = time.perf_counter()
+                w.mark(0)
                 err = w.add(msg[2], msg[3], msg[4] if len(msg) > 4 else None, msg[5] if len(msg) > 5 else ())
                 conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
             elif kind == "remove":
@@ -252,6 +266,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
                 conn_out.send(("ack", seq))
             elif kind == "close":
                 return
+            w.mark(-1)
     except (BrokenPipeError, EOFError, OSError):
         return
     finally:

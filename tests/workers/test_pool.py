@@ -221,7 +221,10 @@ def test_pool_whose_workers_all_fail_to_start_raises() -> None:
         MaskWorkerPool(2, _BadVocab(), max_rows=2, vocab_size=VOCAB_SIZE, start_timeout=60)
 
 
-def test_hung_worker_times_out_is_killed_and_replaced() -> None:
+def test_hung_worker_times_out_is_killed_and_its_requests_continue() -> None:
+    """A worker stopped between messages (busy with no request) misses the step budget: it is
+    killed and replaced, and its request is replayed on the other worker within the step, with
+    the row of the in-process matcher."""
     specs = plan_specs(2, seed=13)
     with MaskWorkerPool(2, VOCAB, max_rows=4, step_timeout=20.0) as pool:
         pool.add_request("a", specs[0], wait=True)
@@ -238,10 +241,10 @@ def test_hung_worker_times_out_is_killed_and_replaced() -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        e = res["a"].error
-        assert isinstance(e, StepTimeout) and "0.5 s budget" in str(e) and "'a'" in str(e)
-        assert res["b"].ok
-        assert pid not in pool.worker_pids() and pool.restarts == 1
+        assert res["a"].ok and res["b"].ok, (str(res["a"].error), str(res["b"].error))
+        want = _local(specs[0]).next_token_mask()
+        assert np.array_equal(pool.bitmask[0][: len(want)], want)
+        assert pid not in pool.worker_pids() and pool.restarts == 1 and pool.replays == 1
         pool.add_request("c", specs[0], wait=True)
         assert pool.step([("c", [], 2, 4)])["c"].ok
 

@@ -1,0 +1,148 @@
+"""Issue #14, "nothing wrong, nothing lost": faults injected into the mask workers (SIGKILL
+mid-step, a replacement that is slow to start, a spec that is slow to step or to compile) never
+change a healthy request's tokens, and a slow request fails alone, with its budget named."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from factorspec.graph import compile_spec
+from factorspec.workers import MaskWorkerPool, PoolError, StepItem, StepTimeout
+from worker_helpers import (VOCAB, VOCAB_SIZE, ColdStartVocab, CrashingVocab, SlowSpecVocab, certain_chain, decode,
+                            pick, plan_specs)
+
+
+def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int = 1, timeout: float = 30.0,
+            kills: Optional[dict] = None, on_start: Any = None) -> tuple[dict, dict, MaskWorkerPool, list]:
+    """Step every request to completion or failure; the tokens of a request at a step come from
+    its own rng, so a run with faults must give the tokens of a run without. Returns (tokens per
+    request, error per failed request, the closed pool, (round, seconds) per step)."""
+    rids = list(specs)
+    rows = {rid: k for k, rid in enumerate(rids)}
+    with MaskWorkerPool(workers, factory, max_rows=len(rids), step_timeout=timeout, spares=spares,
+                        start_timeout=60) as pool:
+        if on_start is not None:
+            on_start(pool)
+        for rid in rids:
+            pool.add_request(rid, specs[rid])
+        pending: dict = {rid: [] for rid in rids}
+        emitted: dict = {rid: [] for rid in rids}
+        errors: dict = {}
+        steps = {rid: 0 for rid in rids}
+        live = list(rids)
+        times: list = []
+        rounds = 0
+        while live:
+            rounds += 1
+            assert rounds < 300, "runaway"
+            t0 = time.perf_counter()
+            h = pool.submit_step([StepItem(rid, pending[rid], rows[rid], 8) for rid in live])
+            if kills and rounds in kills:  # round -> slot: that worker dies mid-step
+                time.sleep(0.002)
+                os.kill(pool._slots[kills[rounds]].pid, signal.SIGKILL)
+            res = pool.collect(h)
+            times.append((rounds, time.perf_counter() - t0))
+            nxt = []
+            for rid in live:
+                r = res[rid]
+                if not r.ok:
+                    errors[rid] = r.error
+                    pool.remove_request(rid)
+                    continue
+                if r.terminated:
+                    pool.remove_request(rid)
+                    continue
+                steps[rid] += 1
+                chain = certain_chain(r.draft)
+                toks = chain or [pick(pool.bitmask[rows[rid]], random.Random(f"{rid}/{steps[rid]}"))]
+                pending[rid] = toks
+                emitted[rid] += toks
+                nxt.append(rid)
+            live = nxt
+    return emitted, errors, pool, times
+
+
+def _valid(spec: dict, tokens: list) -> bool:
+    return compile_spec(spec).check(decode(tokens)) == []
+
+
+def _healthy(n: int, seed: int) -> dict:
+    return {f"h{k}": s for k, s in enumerate(plan_specs(n, seed=seed))}
+
+
+def test_kills_mid_step_replay_on_ready_workers_while_the_replacement_is_cold(tmp_path: Path) -> None:
+    """Two of three workers killed mid-step while every new process takes 60 s to start (no
+    spare): the dead workers' requests continue on the surviving workers at once, token-identical to a run without
+    faults; no step waits for the cold replacement."""
+    specs = _healthy(8, seed=21)
+    clean, errs, _, _ = _decode(specs, workers=3, spares=0)
+    assert not errs and all(_valid(specs[r], clean[r]) for r in specs)
+    marker = tmp_path / "cold"
+    faulty, errs, pool, times = _decode(specs, ColdStartVocab(str(marker)), workers=3, spares=0,
+                                        kills={2: 0, 5: 1},
+                                        on_start=lambda p: marker.touch())
+    assert not errs, {r: str(e) for r, e in errs.items()}
+    assert faulty == clean
+    assert pool.restarts == 2 and pool.replays >= 4
+    assert max(t for _, t in times) < 20  # a wait for a replacement would take 60 s
+
+
+def test_kill_promotes_the_warm_spare(tmp_path: Path) -> None:
+    """With a spare (built before processes became slow to start), a killed worker's place is
+    taken by a process that is ready; every request completes identically."""
+    specs = _healthy(6, seed=22)
+    clean, _, _, _ = _decode(specs, workers=1, spares=0)
+
+    def started(pool: MaskWorkerPool) -> None:
+        deadline = time.monotonic() + 30
+        while not pool._spares[0].ready:  # the spare has built its vocabulary
+            assert time.monotonic() < deadline
+            pool.request_error("none")
+        marker.touch()
+
+    marker = tmp_path / "cold"
+    spare_pid: list = []
+    faulty, errs, pool, times = _decode(specs, ColdStartVocab(str(marker)), workers=1, spares=1, kills={3: 0},
+                                        on_start=lambda p: (started(p), spare_pid.extend(p.spare_pids())))
+    assert not errs and faulty == clean
+    assert pool.restarts == 1 and max(t for _, t in times) < 20  # one worker: only the spare could serve
+
+
+def test_slow_spec_fails_alone_and_its_neighbours_continue() -> None:
+    """One request's steps become slow (its 2nd step sleeps 60 s inside its worker) and one
+    request's spec is slow to compile; the step budget is 1.5 s. Those two fail with a
+    StepTimeout naming their budget; every other request, including those on the killed
+    workers, completes token-identical to a run without the slow ones."""
+    healthy = _healthy(8, seed=23)
+    clean, errs, _, _ = _decode(healthy, timeout=1.5)
+    assert not errs
+    specs = dict(healthy)
+    specs["slow"] = dict(plan_specs(1, seed=24)[0], title="slow")
+    specs["slow-compile"] = dict(plan_specs(1, seed=25)[0], title="slow-compile")
+    faulty, errs, pool, _ = _decode(specs, SlowSpecVocab(60.0, after=1), timeout=1.5)
+    assert set(errs) == {"slow", "slow-compile"}, {r: str(e) for r, e in errs.items()}
+    for rid, e in errs.items():
+        assert isinstance(e, StepTimeout), e
+        assert f"request {rid!r} failed" in str(e) and "1.5 s budget" in str(e), e
+    assert "while compiling this request's spec" in str(errs["slow-compile"])
+    assert "while computing this request's rows and draft" in str(errs["slow"])
+    assert {r: faulty[r] for r in healthy} == clean
+    assert pool.restarts == 2 and pool.replays >= 2
+
+
+def test_pool_whose_workers_all_die_while_starting_raises_at_construction() -> None:
+    """Workers (and the spare) that die by a signal while building their vocabulary, with the
+    row width given: the constructor raises a PoolError that says what happened."""
+    t0 = time.monotonic()
+    with pytest.raises(PoolError, match="no mask worker could start") as ei:
+        MaskWorkerPool(2, CrashingVocab(), max_rows=2, vocab_size=VOCAB_SIZE, start_timeout=60)
+    assert "SIGSEGV" in str(ei.value) and "3 times in a row" in str(ei.value)
+    assert time.monotonic() - t0 < 50  # before the start timeout
+
+
