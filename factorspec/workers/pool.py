@@ -31,6 +31,7 @@ Not thread-safe: drive a pool from one thread (the engine loop).
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import itertools
 import multiprocessing as mp
@@ -99,7 +100,7 @@ class _Slot:
         self.queued = 0  # messages handed to the sender thread and not yet written
         self.sender: Optional[threading.Thread] = None
         self.seq = 0
-        self.inflight: list = []  # (seq, bytes) written or queued, not yet known to be read
+        self.inflight: list = []  # (seq, bytes, sent at) written or queued, not yet known to be read
         self.what: dict[int, tuple] = {}  # seq -> ("add", rid) | ("step", step_id, rids), until its last reply
         self.inflight_bytes = 0
         self.capacity = 32 * 1024
@@ -159,12 +160,16 @@ class MaskWorkerPool:
     width of the rows in tokens (default: the vocabulary's own size, e.g. pass the logits width
     when it is padded); step_timeout: default budget of `collect`; assign: "least_loaded" or
     "hash"; spares: warm processes (vocabulary built, no requests) kept to take a dead worker's
-    place at once; mp_context: a multiprocessing context (default forkserver, else spawn)."""
+    place at once; mirror: the first spare also keeps a shadow matcher of every live request
+    (compiled there, following its tokens) and, taking a dead worker's place, serves that
+    worker's requests from them at once, with nothing to compile or replay (otherwise, or while
+    the mirror is catching up, they are re-added on the ready workers); mp_context: a
+    multiprocessing context (default forkserver, else spawn)."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
                  kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
-                 max_replays: int = 3, spares: int = 1) -> None:
+                 max_replays: int = 3, spares: int = 1, mirror: bool = True) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:
@@ -174,6 +179,11 @@ class MaskWorkerPool:
         if spares < 0:
             raise ValueError("spares must be >= 0")
         self.num_workers, self.max_rows, self.spares = num_workers, max_rows, spares
+        self.mirror = mirror and spares > 0
+        self.promoted = 0  # requests a dead worker's place-taker served from its mirror (no re-add)
+        self._mirror: Optional[_Slot] = None  # the spare that mirrors every live request
+        self._sent: dict[Any, list] = {}  # rid -> every token sent for it (what its mirror has seen)
+        self._lag = min(1.0, step_timeout / 2)  # a worker this far behind its pipe takes no replays
         self.step_timeout, self.start_timeout = step_timeout, start_timeout
         self.assign, self.kill_on_timeout = assign, kill_on_timeout
         self.restarts = 0
@@ -277,8 +287,11 @@ class MaskWorkerPool:
             prompt = [int(t) for t in prompt_ids] if prompt_ids is not None else None
             self._docs[rid] = (spec_doc, prompt)
             self._hist[rid] = []
+            self._sent[rid] = []
             self._crashes[rid] = 0
             self._send(slot, "add", rid, spec_doc, prompt, what=("add", rid))
+            if self._mirror is not None and not self._mirror.dead:
+                self._send(self._mirror, "add", rid, spec_doc, prompt, (), True, what=("add", rid))
         if wait:
             deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
             while rid not in self._added and rid not in self._failed:
@@ -302,11 +315,14 @@ class MaskWorkerPool:
         self._docs.pop(rid, None)
         self._hist.pop(rid, None)
         self._crashes.pop(rid, None)
+        mirrored = self._sent.pop(rid, None) is not None
         slot = self._assign.pop(rid, None)
         if slot is not None:
             slot.rids.discard(rid)
             if not slot.dead and not self._closed:
                 self._send(slot, "remove", rid)
+        if mirrored and self._mirror is not None and not self._mirror.dead and not self._closed:
+            self._send(self._mirror, "remove", rid)
 
     def submit_step(self, items: Iterable[Any]) -> StepHandle:
         """Start a step; returns at once. Each item is a `StepItem` (or a dict of its fields, or a
@@ -341,6 +357,18 @@ class MaskWorkerPool:
         self._steps[h.id] = h
         for idx, lst in by_slot.items():
             self._send_part(h, self._slots[idx], lst, drafts=h.two_phase)
+        moves = []
+        for it in h.items.values():
+            sent = self._sent.get(it.rid)
+            if sent is None:
+                continue
+            if it.rollback:
+                del sent[max(0, len(sent) - it.rollback):]
+            sent.extend(it.tokens)
+            if it.tokens or it.rollback:
+                moves.append((it.rid, it.tokens, it.rollback))
+        if moves and self._mirror is not None and not self._mirror.dead:
+            self._send(self._mirror, "advance", moves)  # after the parts: off the step's path
         return h
 
     def collect_drafts(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
@@ -458,26 +486,43 @@ class MaskWorkerPool:
         return s
 
     def _spawn_spare(self) -> None:
-        """A warm process: it builds its vocabulary now and waits, unattached, for a slot."""
+        """A warm process: it builds its vocabulary now and waits, unattached, for a slot. The
+        first spare is the mirror: it gets a shadow of every live request, at the tokens sent."""
         if self._closed or len(self._spares) >= self.spares:
             return
         try:
-            self._spares.append(self._spawn(SPARE, next(self._spare_generation)))
+            sp = self._spawn(SPARE, next(self._spare_generation))
         except Exception:  # noqa: BLE001 - a spare is an optimisation; dead workers get fresh processes
             self.spares = len(self._spares)
+            return
+        self._spares.append(sp)
+        if self.mirror and (self._mirror is None or self._mirror.dead):
+            self._mirror = sp
+            for rid in sorted(self._assign, key=repr):
+                doc, prompt = self._docs[rid]
+                self._send(sp, "add", rid, doc, prompt, tuple(self._sent.get(rid, ())), True, what=("add", rid))
 
-    def _take_spare(self, index: int) -> Optional[_Slot]:
-        """The most advanced spare (ready first) as the new process of slot `index`."""
+    def _take_spare(self, index: int) -> tuple[Optional[_Slot], bool]:
+        """The most advanced spare (caught up first, then ready) as the new process of slot
+        `index`, and whether it is the mirror, caught up (so it can serve the dead worker's
+        requests from its shadows)."""
         live = [s for s in self._spares if not s.dead and s.fatal is None]
         if not live:
-            return None
-        s = max(live, key=lambda x: x.ready)
+            return None, False
+        s = max(live, key=lambda x: (self._fresh(x), x.ready))
+        mirrored = s is self._mirror and self._fresh(s)
+        if s is self._mirror:
+            self._mirror = None
         self._spares.remove(s)
         s.index = index
         if self._shm is not None:  # else the constructor attaches every slot once the block exists
             self._attach(s)
-        self._spawn_spare()
-        return s
+        return s, mirrored
+
+    def _fresh(self, s: _Slot) -> bool:
+        """Ready and reading its pipe: nothing sent to it has waited longer than the lag."""
+        return (s.ready and not s.dead and s.fatal is None
+                and (not s.inflight or time.monotonic() - s.inflight[0][2] < self._lag))
 
     def _attach(self, s: _Slot) -> None:
         if self._cancelled is not None:
@@ -490,7 +535,7 @@ class MaskWorkerPool:
         s.seq += 1
         data = pickle.dumps((kind, s.seq) + args, protocol=pickle.HIGHEST_PROTOCOL)
         size = len(data) + 16
-        s.inflight.append((s.seq, size))
+        s.inflight.append((s.seq, size, time.monotonic()))
         if what is not None:
             s.what[s.seq] = what
         s.inflight_bytes += size
@@ -527,8 +572,8 @@ class MaskWorkerPool:
 
     def _choose(self, rid: Any) -> Optional[_Slot]:
         live = [s for s in self._slots if not s.dead and s.fatal is None]
-        ready = [s for s in live if s.ready]
-        live = ready or live  # a starting worker only when none is ready
+        # a worker that is behind (or still starting) only when none is ready and caught up
+        live = [s for s in live if self._fresh(s)] or [s for s in live if s.ready] or live
         if not live:
             return None
         if self.assign == "hash":
@@ -700,12 +745,14 @@ class MaskWorkerPool:
         return s.fatal is not None
 
     def _on_dead(self, s: _Slot, cause: str, timed_out: Optional[dict] = None) -> None:
-        """Replace `s` (by a spare, else a fresh process) and move the requests it held to the
-        workers that are ready (spread evenly; the replacement only when no other is ready),
-        each re-added with the tokens it had accepted; resend their part of outstanding steps
-        (same rows), so they continue with identical masks and no step waits for a process to
-        start. A request whose worker died `max_replays` times in a row (no good step between)
-        fails, saying so; one in `timed_out` (rid -> cause) fails with StepTimeout."""
+        """Replace `s` (by a spare, else a fresh process) and move the requests it held, so they
+        continue with identical masks and no step waits for a process to start: onto the
+        spare's shadows when the spare is the mirror and caught up (nothing to compile), else
+        re-added with the tokens they had accepted on the workers that are ready and caught up
+        (spread evenly; the replacement only when no other is ready); their part of outstanding
+        steps is resent (same rows). A request whose worker died `max_replays` times in a row
+        (no good step between) fails, saying so; one in `timed_out` (rid -> cause) fails with
+        StepTimeout."""
         if s.dead:
             return
         s.dead = True
@@ -715,15 +762,19 @@ class MaskWorkerPool:
         if s.index == SPARE:
             if s in self._spares:
                 self._spares.remove(s)
+            if s is self._mirror:
+                self._mirror = None
             if gave_up:
                 self.spares = len(self._spares)  # the recipe cannot start here: no more spares
             else:
                 self._spawn_spare()
             return
         ns: Optional[_Slot] = None
+        took_spare = mirrored = False
         if not gave_up and not self._closed:
             self.restarts += 1
-            ns = self._take_spare(s.index)
+            ns, mirrored = self._take_spare(s.index)
+            took_spare = ns is not None
             if ns is not None:
                 ns.generation = s.generation + 1
             else:
@@ -733,20 +784,33 @@ class MaskWorkerPool:
                     s.fatal = f"could not start a replacement: {type(e).__name__}: {e}"
             if ns is not None:
                 self._slots[s.index] = ns
-        targets = [x for x in self._slots if x.ready and not x.dead and x.fatal is None]
+        targets = [x for x in self._slots if self._fresh(x)] or [x for x in self._slots if x.ready and not x.dead
+                                                                  and x.fatal is None]
         if not targets and ns is not None:
             targets = [ns]
+        outstanding: dict[Any, int] = {}
+        for h in self._steps.values():
+            for rid in h.items:
+                if rid not in h.results:
+                    outstanding[rid] = outstanding.get(rid, 0) + 1
         moved: dict[Any, _Slot] = {}
+        promoted: list = []  # served by `ns` from its shadows: resent without their tokens
         given: dict[int, int] = {}
         for rid in sorted(s.rids, key=repr):
             n = self._crashes.get(rid, 0) + 1
             self._crashes[rid] = n
             if rid in timed_out:
                 self._forget(rid, StepTimeout(rid, timed_out[rid], "StepTimeout"))
-            elif not targets or rid not in self._docs or n > self.max_replays:
+            elif rid not in self._docs or n > self.max_replays or not (targets or mirrored):
                 why = cause if n <= self.max_replays else (
                     f"{cause}; its worker died {n} times in a row while serving it, not replayed again")
                 self._forget(rid, WorkerCrashed(rid, why, "WorkerCrashed"))
+            elif mirrored and ns is not None and outstanding.get(rid, 0) <= 1:
+                ns.rids.add(rid)
+                self._assign[rid] = ns
+                moved[rid] = ns
+                promoted.append(rid)
+                self.promoted += 1
             else:
                 t = min(targets, key=lambda x: (given.get(x.index, 0), len(x.rids), x.index))
                 given[t.index] = given.get(t.index, 0) + 1
@@ -757,6 +821,8 @@ class MaskWorkerPool:
                 moved[rid] = t
                 self.replays += 1
         s.rids.clear()
+        if took_spare and ns is not None:  # a serving worker keeps no shadows
+            self._send(ns, "promote", promoted)
         for h in list(self._steps.values()):
             for key in [k for k in h.pending if k[0] == s.index and k[1] == s.generation]:
                 rids = h.pending.pop(key)
@@ -766,13 +832,17 @@ class MaskWorkerPool:
                     if rid in h.results:
                         continue
                     if rid in moved and rid in h.items:
-                        resend.setdefault(moved[rid].index, []).append(h.items[rid])
+                        it = h.items[rid]
+                        if rid in promoted:  # its shadow has these tokens already
+                            it = dataclasses.replace(it, tokens=(), rollback=0)
+                        resend.setdefault(moved[rid].index, []).append(it)
                         h.replayed.add(rid)
                     else:
                         err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
                         self._fail_result(h, rid, err)
                 for idx, items in resend.items():
                     self._send_part(h, self._slots[idx], items, drafts=drafts_out)
+        self._spawn_spare()
 
     def _retire(self, s: _Slot) -> None:
         s.dead = True

@@ -4,13 +4,15 @@ Messages are tuples (pickled once by the sender); a step's items are the `StepIt
 themselves and a draft travels as the contract's `DraftTree`:
 
 parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
-                   ("add", seq, rid, spec_doc, prompt_ids, replay_tokens)
+                   ("add", seq, rid, spec_doc, prompt_ids, replay_tokens, shadow)
+                   ("advance", seq, [(rid, tokens, rollback), ...])   the mirror's shadows follow
+                   ("promote", seq, [rid, ...])           the mirror serves these; drops the rest
                    ("remove", seq, rid)
                    ("step", seq, step_id, [StepItem, ...], two_phase)
                    ("close", seq)
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
-                   ("ack", seq)                           after attach/remove
+                   ("ack", seq)                           after attach/remove/advance/promote
                    ("added", seq, rid, error | None, compile_s)
                    ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
                    ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end))

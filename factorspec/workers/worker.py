@@ -39,6 +39,10 @@ class Worker:
         self.compiler = SpecCompiler()  # requests of one spec share its compiled machine
         self.matchers: dict[Any, Matcher] = {}
         self.failed: dict[Any, tuple] = {}
+        # the mirror (a spare): a shadow matcher per live request, following its tokens, so that it
+        # can take a dead worker's requests at once; and why a shadow ended, if one did
+        self.shadows: dict[Any, Matcher] = {}
+        self.shadow_failed: dict[Any, tuple] = {}
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
         self.cancelled: Optional[np.ndarray] = None
@@ -82,9 +86,24 @@ class Worker:
             out.append((rid, False, err))
         return out
 
-    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = ()) -> Optional[tuple]:
+    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = (), shadow: bool = False) -> Optional[tuple]:
         """Compile `doc` for `rid`; `replay`: the tokens it had accepted on a worker that died
-        (the pool moves it here and its next step continues where it was)."""
+        (the pool moves it here and its next step continues where it was). With `shadow`, as a
+        mirror of a request served elsewhere (see `advance`, `promote`)."""
+        if shadow:
+            self.shadow_failed.pop(rid, None)
+            try:
+                m = self.compiler.compile(doc).matcher(self.vocab)
+                if prompt:
+                    m.set_prompt(prompt)
+                if replay:
+                    self._advance(m, replay, 0)
+            except Exception as e:  # noqa: BLE001
+                self.shadows.pop(rid, None)
+                self.shadow_failed[rid] = encode_error(e)
+                return self.shadow_failed[rid]
+            self.shadows[rid] = m
+            return None
         self.failed.pop(rid, None)
         try:
             m = self.compiler.compile(doc).matcher(self.vocab)
@@ -102,6 +121,34 @@ class Worker:
     def remove(self, rid: Any) -> None:
         self.matchers.pop(rid, None)
         self.failed.pop(rid, None)
+        self.shadows.pop(rid, None)
+        self.shadow_failed.pop(rid, None)
+
+    def advance(self, moves: list) -> None:
+        """Shadows follow their requests: (rid, tokens, rollback) as sent to the serving worker."""
+        for rid, tokens, rollback in moves:
+            m = self.shadows.get(rid)
+            if m is None:
+                continue
+            try:
+                self._advance(m, tokens, rollback)
+            except Exception as e:  # noqa: BLE001 - the serving worker fails it the same way
+                del self.shadows[rid]
+                self.shadow_failed[rid] = encode_error(e)
+
+    def promote(self, rids: list) -> None:
+        """This mirror now serves `rids` (its shadows become their matchers); the other shadows
+        are dropped (a serving worker mirrors nothing)."""
+        for rid in rids:
+            m = self.shadows.pop(rid, None)
+            if m is not None:
+                self.matchers[rid] = m
+                self.failed.pop(rid, None)
+            else:
+                self.failed[rid] = self.shadow_failed.get(rid) or (
+                    "RequestFailed", "its mirror was not on the worker that took over", "")
+        self.shadows.clear()
+        self.shadow_failed.clear()
 
     def _cancelled_step(self, step_id: int) -> bool:
         return self.cancelled is not None and self.cancelled[self.slot] >= step_id
@@ -252,8 +299,14 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             elif kind == "add":
                 t0 = time.perf_counter()
                 w.mark(0)
-                err = w.add(msg[2], msg[3], msg[4] if len(msg) > 4 else None, msg[5] if len(msg) > 5 else ())
+                err = w.add(*msg[2:])
                 conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
+            elif kind == "advance":
+                w.advance(msg[2])
+                conn_out.send(("ack", seq))
+            elif kind == "promote":
+                w.promote(msg[2])
+                conn_out.send(("ack", seq))
             elif kind == "remove":
                 w.remove(msg[2])
                 conn_out.send(("ack", seq))

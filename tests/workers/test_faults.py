@@ -13,20 +13,24 @@ from typing import Any, Optional
 import pytest
 
 from factorspec.graph import compile_spec
+from factorspec.graph.token_vocab import unpack_mask
 from factorspec.workers import MaskWorkerPool, PoolError, StepItem, StepTimeout
 from worker_helpers import (VOCAB, VOCAB_SIZE, ColdStartVocab, CrashingVocab, SlowSpecVocab, certain_chain, decode,
                             pick, plan_specs)
 
 
-def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int = 1, timeout: float = 30.0,
-            kills: Optional[dict] = None, on_start: Any = None) -> tuple[dict, dict, MaskWorkerPool, list]:
+def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int = 1, mirror: bool = True,
+            timeout: float = 30.0, kills: Optional[dict] = None, tree: bool = False, on_start: Any = None,
+            ) -> tuple[dict, dict, MaskWorkerPool, list]:
     """Step every request to completion or failure; the tokens of a request at a step come from
-    its own rng, so a run with faults must give the tokens of a run without. Returns (tokens per
-    request, error per failed request, the closed pool, (round, seconds) per step)."""
+    its own rng, so a run with faults must give the tokens of a run without. `kills`: round ->
+    slot whose worker is SIGKILLed mid-step (tree steps: after the drafts, before the rows; the
+    mirror, if any, is let catch up first). Returns (tokens per request, error per failed
+    request, the closed pool, (round, seconds) per step)."""
     rids = list(specs)
-    rows = {rid: k for k, rid in enumerate(rids)}
-    with MaskWorkerPool(workers, factory, max_rows=len(rids), step_timeout=timeout, spares=spares,
-                        start_timeout=60) as pool:
+    rows = {rid: k * 9 for k, rid in enumerate(rids)}  # room for a tree's rows
+    with MaskWorkerPool(workers, factory, max_rows=9 * len(rids), step_timeout=timeout, spares=spares,
+                        mirror=mirror, start_timeout=60) as pool:
         if on_start is not None:
             on_start(pool)
         for rid in rids:
@@ -41,8 +45,13 @@ def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int 
         while live:
             rounds += 1
             assert rounds < 300, "runaway"
+            if kills and rounds in kills and mirror and spares:
+                _wait_caught_up(pool)
             t0 = time.perf_counter()
-            h = pool.submit_step([StepItem(rid, pending[rid], rows[rid], 8) for rid in live])
+            h = pool.submit_step([StepItem(rid, pending[rid], rows[rid], 8, tree=tree) for rid in live])
+            if tree:
+                drafts = pool.collect_drafts(h)
+                assert all(r.ok for r in drafts.values()) or not kills
             if kills and rounds in kills:  # round -> slot: that worker dies mid-step
                 time.sleep(0.002)
                 os.kill(pool._slots[kills[rounds]].pid, signal.SIGKILL)
@@ -60,12 +69,23 @@ def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int 
                     continue
                 steps[rid] += 1
                 chain = certain_chain(r.draft)
+                if tree and chain:  # the rows of the chain's nodes must allow it
+                    for k, t in enumerate(chain):
+                        assert t in set(unpack_mask(pool.bitmask[rows[rid] + k], VOCAB_SIZE).tolist())
                 toks = chain or [pick(pool.bitmask[rows[rid]], random.Random(f"{rid}/{steps[rid]}"))]
                 pending[rid] = toks
                 emitted[rid] += toks
                 nxt.append(rid)
             live = nxt
     return emitted, errors, pool, times
+
+
+def _wait_caught_up(pool: MaskWorkerPool, timeout: float = 30.0) -> None:
+    """Until the mirror spare has built its vocabulary and every shadow sent to it."""
+    deadline = time.monotonic() + timeout
+    while not (pool._mirror is not None and pool._mirror.ready and not pool._mirror.inflight):
+        assert time.monotonic() < deadline, "the mirror did not catch up"
+        pool.request_error("-")  # reads the pipes
 
 
 def _valid(spec: dict, tokens: list) -> bool:
@@ -76,26 +96,29 @@ def _healthy(n: int, seed: int) -> dict:
     return {f"h{k}": s for k, s in enumerate(plan_specs(n, seed=seed))}
 
 
-def test_kills_mid_step_replay_on_ready_workers_while_the_replacement_is_cold(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tree", [False, True])
+def test_kills_mid_step_replay_on_ready_workers_while_the_replacement_is_cold(tmp_path: Path, tree: bool) -> None:
     """Two of three workers killed mid-step while every new process takes 60 s to start (no
-    spare): the dead workers' requests continue on the surviving workers at once, token-identical to a run without
-    faults; no step waits for the cold replacement."""
+    spare): the dead workers' requests continue on the surviving workers at once, token-identical
+    to a run without faults; no step waits for the cold replacement."""
     specs = _healthy(8, seed=21)
-    clean, errs, _, _ = _decode(specs, workers=3, spares=0)
+    clean, errs, _, _ = _decode(specs, workers=3, spares=0, tree=tree)
     assert not errs and all(_valid(specs[r], clean[r]) for r in specs)
     marker = tmp_path / "cold"
-    faulty, errs, pool, times = _decode(specs, ColdStartVocab(str(marker)), workers=3, spares=0,
-                                        kills={2: 0, 5: 1},
-                                        on_start=lambda p: marker.touch())
+    faulty, errs, pool, times = _decode(specs, ColdStartVocab(str(marker)), workers=3, spares=0, tree=tree,
+                                        kills={2: 0, 5: 1}, on_start=lambda p: marker.touch())
     assert not errs, {r: str(e) for r, e in errs.items()}
     assert faulty == clean
-    assert pool.restarts == 2 and pool.replays >= 4
+    assert pool.restarts == 2 and pool.replays >= 4 and pool.promoted == 0
     assert max(t for _, t in times) < 20  # a wait for a replacement would take 60 s
 
 
-def test_kill_promotes_the_warm_spare(tmp_path: Path) -> None:
-    """With a spare (built before processes became slow to start), a killed worker's place is
-    taken by a process that is ready; every request completes identically."""
+@pytest.mark.parametrize("mirror", [True, False])
+def test_kill_hands_the_dead_workers_place_to_the_warm_spare(tmp_path: Path, mirror: bool) -> None:
+    """One worker and a spare (built before new processes became slow to start): the killed
+    worker's place is taken by the spare at once; with the mirror its requests are served from
+    the spare's shadows (nothing re-added), without it they are re-added there. Either way every
+    request completes identically."""
     specs = _healthy(6, seed=22)
     clean, _, _, _ = _decode(specs, workers=1, spares=0)
 
@@ -107,11 +130,24 @@ def test_kill_promotes_the_warm_spare(tmp_path: Path) -> None:
         marker.touch()
 
     marker = tmp_path / "cold"
-    spare_pid: list = []
-    faulty, errs, pool, times = _decode(specs, ColdStartVocab(str(marker)), workers=1, spares=1, kills={3: 0},
-                                        on_start=lambda p: (started(p), spare_pid.extend(p.spare_pids())))
+    faulty, errs, pool, times = _decode(specs, ColdStartVocab(str(marker)), workers=1, spares=1, mirror=mirror,
+                                        kills={3: 0}, on_start=started)
     assert not errs and faulty == clean
     assert pool.restarts == 1 and max(t for _, t in times) < 20  # one worker: only the spare could serve
+    assert (pool.promoted, pool.replays) == ((6, 0) if mirror else (0, 6))
+
+
+@pytest.mark.parametrize("tree", [False, True])
+def test_mirror_serves_the_requests_of_killed_workers(tree: bool) -> None:
+    """Three workers, kills in three rounds (after the first, the new spare mirrors every live
+    request again): the requests are served from the mirror's shadows, token-identical."""
+    specs = _healthy(9, seed=26)
+    clean, errs, _, _ = _decode(specs, workers=3, tree=tree)
+    assert not errs
+    faulty, errs, pool, _ = _decode(specs, workers=3, tree=tree, kills={2: 0, 4: 1, 6: 0})
+    assert not errs, {r: str(e) for r, e in errs.items()}
+    assert faulty == clean
+    assert pool.restarts == 3 and pool.promoted >= 3
 
 
 def test_slow_spec_fails_alone_and_its_neighbours_continue() -> None:
