@@ -50,14 +50,15 @@ def _pick(row: np.ndarray, size: int, stops: set, quotes: set, rng: random.Rando
     return rng.choice(ids)
 
 
-def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, spares: int,
+def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, spares: int, mirror: bool,
         info: dict) -> tuple[dict, list, list]:
     """Decode every request to its end; returns (tokens per request, step seconds, indices of the
     steps a kill hit)."""
     rng = random.Random(seed)
     n = len(specs)
     t0 = time.monotonic()
-    with MaskWorkerPool(workers, factory, max_rows=n, step_timeout=60.0, start_timeout=600, spares=spares) as pool:
+    with MaskWorkerPool(workers, factory, max_rows=n, step_timeout=60.0, start_timeout=600, spares=spares,
+                        mirror=mirror) as pool:
         info["start_s"] = time.monotonic() - t0
         vocab = info["vocab"]
         stops, quotes = set(vocab.stop_ids), {t for t, b in enumerate(vocab.token_bytes) if b == b'"'}
@@ -98,7 +99,8 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
                 emitted[rid] += pending[rid]
                 nxt.append(rid)
             live = nxt
-        info["restarts"], info["replays"] = pool.restarts, pool.replays
+        info["restarts"], info["replays"], info["promoted"] = pool.restarts, pool.replays, pool.promoted
+        info["run_s"] = time.monotonic() - t0
     return emitted, times, hit
 
 
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--requests", type=int, default=256)
     ap.add_argument("--kill-rate", type=float, default=0.08, help="chance that a step gets a kill")
     ap.add_argument("--spares", type=int, default=1)
+    ap.add_argument("--no-mirror", dest="mirror", action="store_false", help="the spare mirrors no request")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     if a.vocab == "test":
@@ -122,16 +125,17 @@ def main(argv: list[str] | None = None) -> None:
         vocab = vocab_for(load_tokenizer(a.vocab))
     specs = _specs(a.requests, a.seed)
     ci: dict = {"vocab": vocab}
-    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, ci)
+    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, ci)
     fi: dict = {"vocab": vocab}
-    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, fi)
+    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, fi)
     same = sum(clean[r] == faulty[r] for r in clean)
     p50 = statistics.median(ftimes)
     print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
           f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
-          f"{fi['restarts']}, replays {fi['replays']}; token-identical to the run without faults: {same}/{len(clean)}")
-    print(f"p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} ms); "
-          f"max {1e3 * max(ftimes):.1f} ms")
+          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']}; token-identical to the run without faults: {same}/{len(clean)}")
+    print(f"mirror {'on' if a.mirror and a.spares else 'off'}; run without faults {ci['run_s']:.1f} s, with "
+          f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
+          f"ms); max {1e3 * max(ftimes):.1f} ms")
     worst = 0.0
     for i in hit:
         for j in (i, i + 1):

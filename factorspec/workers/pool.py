@@ -164,12 +164,13 @@ class MaskWorkerPool:
     (compiled there, following its tokens) and, taking a dead worker's place, serves that
     worker's requests from them at once, with nothing to compile or replay (otherwise, or while
     the mirror is catching up, they are re-added on the ready workers); mp_context: a
-    multiprocessing context (default forkserver, else spawn)."""
+    multiprocessing context (default forkserver, else spawn); prebuild: a recipe with an
+    `image()` (`ModelVocab`) is built once here and the workers start from that image."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
                  kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
-                 max_replays: int = 3, spares: int = 1, mirror: bool = True) -> None:
+                 max_replays: int = 3, spares: int = 1, mirror: bool = True, prebuild: bool = True) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:
@@ -183,6 +184,7 @@ class MaskWorkerPool:
         self.promoted = 0  # requests a dead worker's place-taker served from its mirror (no re-add)
         self._mirror: Optional[_Slot] = None  # the spare that mirrors every live request
         self._sent: dict[Any, list] = {}  # rid -> every token sent for it (what its mirror has seen)
+        self._mirrored: set = set()  # the requests whose shadow was sent to the current mirror
         self._lag = min(1.0, step_timeout / 2)  # a worker this far behind its pipe takes no replays
         self.step_timeout, self.start_timeout = step_timeout, start_timeout
         self.assign, self.kill_on_timeout = assign, kill_on_timeout
@@ -193,6 +195,8 @@ class MaskWorkerPool:
         self._hist: dict[Any, list] = {}  # rid -> tokens accepted up to its last good step
         self._crashes: dict[Any, int] = {}  # rid -> worker deaths since its last good step
         self._factory = as_vocab_factory(vocab_factory)
+        if prebuild and callable(getattr(self._factory, "image", None)):
+            self._factory = self._factory.image() or self._factory  # type: ignore[attr-defined]
         self._ctx = mp_context or _default_context()
         self._closed = False
         self._assign: dict[Any, _Slot] = {}
@@ -292,6 +296,7 @@ class MaskWorkerPool:
             self._send(slot, "add", rid, spec_doc, prompt, what=("add", rid))
             if self._mirror is not None and not self._mirror.dead:
                 self._send(self._mirror, "add", rid, spec_doc, prompt, (), True, what=("add", rid))
+                self._mirrored.add(rid)
         if wait:
             deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
             while rid not in self._added and rid not in self._failed:
@@ -315,7 +320,9 @@ class MaskWorkerPool:
         self._docs.pop(rid, None)
         self._hist.pop(rid, None)
         self._crashes.pop(rid, None)
-        mirrored = self._sent.pop(rid, None) is not None
+        self._sent.pop(rid, None)
+        mirrored = rid in self._mirrored
+        self._mirrored.discard(rid)
         slot = self._assign.pop(rid, None)
         if slot is not None:
             slot.rids.discard(rid)
@@ -498,6 +505,7 @@ class MaskWorkerPool:
         self._spares.append(sp)
         if self.mirror and (self._mirror is None or self._mirror.dead):
             self._mirror = sp
+            self._mirrored = set(self._assign)
             for rid in sorted(self._assign, key=repr):
                 doc, prompt = self._docs[rid]
                 self._send(sp, "add", rid, doc, prompt, tuple(self._sent.get(rid, ())), True, what=("add", rid))
@@ -513,6 +521,7 @@ class MaskWorkerPool:
         mirrored = s is self._mirror and self._fresh(s)
         if s is self._mirror:
             self._mirror = None
+            self._mirrored = set()
         self._spares.remove(s)
         s.index = index
         if self._shm is not None:  # else the constructor attaches every slot once the block exists
@@ -764,6 +773,7 @@ class MaskWorkerPool:
                 self._spares.remove(s)
             if s is self._mirror:
                 self._mirror = None
+                self._mirrored = set()
             if gave_up:
                 self.spares = len(self._spares)  # the recipe cannot start here: no more spares
             else:
@@ -771,6 +781,7 @@ class MaskWorkerPool:
             return
         ns: Optional[_Slot] = None
         took_spare = mirrored = False
+        shadowed = self._mirrored  # (taking the mirror resets the set)
         if not gave_up and not self._closed:
             self.restarts += 1
             ns, mirrored = self._take_spare(s.index)
@@ -805,7 +816,7 @@ class MaskWorkerPool:
                 why = cause if n <= self.max_replays else (
                     f"{cause}; its worker died {n} times in a row while serving it, not replayed again")
                 self._forget(rid, WorkerCrashed(rid, why, "WorkerCrashed"))
-            elif mirrored and ns is not None and outstanding.get(rid, 0) <= 1:
+            elif mirrored and ns is not None and rid in shadowed and outstanding.get(rid, 0) <= 1:
                 ns.rids.add(rid)
                 self._assign[rid] = ns
                 moved[rid] = ns
@@ -823,6 +834,9 @@ class MaskWorkerPool:
         s.rids.clear()
         if took_spare and ns is not None:  # a serving worker keeps no shadows
             self._send(ns, "promote", promoted)
+        m = self._mirror
+        if timed_out and m is not None and m.ready and not m.dead and not self._fresh(m):
+            m.proc.kill()  # behind, maybe on the slow request's shadow: a fresh mirror is made without it
         for h in list(self._steps.values()):
             for key in [k for k in h.pending if k[0] == s.index and k[1] == s.generation]:
                 rids = h.pending.pop(key)

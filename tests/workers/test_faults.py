@@ -182,3 +182,43 @@ def test_pool_whose_workers_all_die_while_starting_raises_at_construction() -> N
     assert time.monotonic() - t0 < 50  # before the start timeout
 
 
+
+
+@pytest.mark.slow
+def test_real_tokenizer_workers_start_from_a_prebuilt_image_and_survive_kills() -> None:
+    """SmolLM2's tokenizer: the pool builds the vocabulary image once; its workers (and their
+    replacements) load no torch, their masks equal the in-process matcher's on the tokenizer's
+    own vocabulary, and a worker killed mid-step is replaced with every request continuing."""
+    import numpy as np
+
+    from factorspec.graph.matcher import Matcher
+    from factorspec.models import load_tokenizer
+    from factorspec.models.hf_vocab import vocab_for
+    from factorspec.workers import ModelVocab, TokenizerImage
+
+    name = "smollm2-135m"
+    vocab = vocab_for(load_tokenizer(name))
+    specs = plan_specs(4, seed=27)
+    local = [Matcher.for_spec(compile_spec(s), vocab) for s in specs]
+    with MaskWorkerPool(2, ModelVocab(name), max_rows=4, start_timeout=300, step_timeout=60) as pool:
+        assert isinstance(pool._factory, TokenizerImage)
+        for pid in pool.worker_pids() + pool.spare_pids():
+            maps = Path(f"/proc/{pid}/maps").read_text()
+            assert "libtorch" not in maps and "transformers" not in maps, pid
+        for k, s in enumerate(specs):
+            pool.add_request(k, s, wait=True, timeout=60)
+        toks: dict = {k: [] for k in range(4)}
+        for step in range(6):
+            h = pool.submit_step([StepItem(k, toks[k], k, 8) for k in range(4)])
+            if step == 2:
+                os.kill(pool.worker_pids()[0], signal.SIGKILL)
+            res = pool.collect(h)
+            for k in range(4):
+                r = res[k].raise_for_error()
+                for t in toks[k]:
+                    assert local[k].accept_token(t)
+                want = local[k].next_token_mask()
+                assert np.array_equal(pool.bitmask[k][: len(want)], want), (k, step)
+                assert r.draft.tokens == local[k].draft(8).tokens
+                toks[k] = certain_chain(r.draft) or [int(unpack_mask(pool.bitmask[k], vocab.vocab_size)[0])]
+        assert pool.restarts == 1
