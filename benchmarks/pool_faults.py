@@ -2,8 +2,12 @@
 decoded twice, without faults and with workers SIGKILLed at random moments of random steps; the
 tokens must be identical, and the latency of the steps hit by a kill is set against the median.
 
-    python -m benchmarks.pool_faults --vocab test --workers 4 --requests 256
-    python -m benchmarks.pool_faults --vocab smollm2-135m --workers 2 --requests 64
+    python -m benchmarks.pool_faults --vocab test --workers 4 --requests 256 [--settle] [--no-mirror]
+    python -m benchmarks.pool_faults --vocab smollm2-135m --workers 3 --requests 48 [--settle]
+
+--settle lets the pool catch up before each kill (outside the timed steps): faults rarer than the
+time to rebuild the mirror, so the dead worker's requests are served from the mirror's shadows;
+without it kills may come faster than that and the requests are re-added on the ready workers.
 
 A request's tokens at a step come from its own seeded rng (the draft's certain chain, else an
 allowed token, steering toward the end of the record), so both runs make the same choices.
@@ -50,8 +54,20 @@ def _pick(row: np.ndarray, size: int, stops: set, quotes: set, rng: random.Rando
     return rng.choice(ids)
 
 
+def _settle(pool: MaskWorkerPool, limit: float = 60.0) -> None:
+    """Faults rarer than a rebuild: wait (outside the timed steps) until every worker and the
+    mirror have read everything sent to them."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        procs = pool._slots + pool._spares
+        if all(p.ready and not p.inflight for p in procs if not p.dead):
+            return
+        pool.request_error("-")
+        time.sleep(0.005)
+
+
 def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, spares: int, mirror: bool,
-        info: dict) -> tuple[dict, list, list]:
+        settle: bool, info: dict) -> tuple[dict, list, list]:
     """Decode every request to its end; returns (tokens per request, step seconds, indices of the
     steps a kill hit)."""
     rng = random.Random(seed)
@@ -72,9 +88,11 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         hit: list = []
         while live:
             assert len(times) < 2000, "runaway"
+            kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
+            if kill and settle:
+                _settle(pool)
             t = time.perf_counter()
             h = pool.submit_step([StepItem(rid, pending[rid], rid, 8) for rid in live])
-            kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
             if kill:  # mid-step, at a random moment of the workers' computation
                 time.sleep(rng.random() * 0.01)
                 os.kill(rng.choice(pool.worker_pids()), signal.SIGKILL)
@@ -112,6 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--kill-rate", type=float, default=0.08, help="chance that a step gets a kill")
     ap.add_argument("--spares", type=int, default=1)
     ap.add_argument("--no-mirror", dest="mirror", action="store_false", help="the spare mirrors no request")
+    ap.add_argument("--settle", action="store_true",
+                    help="before each kill, let the pool (and the mirror) catch up: faults rarer than a rebuild")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     if a.vocab == "test":
@@ -125,15 +145,15 @@ def main(argv: list[str] | None = None) -> None:
         vocab = vocab_for(load_tokenizer(a.vocab))
     specs = _specs(a.requests, a.seed)
     ci: dict = {"vocab": vocab}
-    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, ci)
+    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, False, ci)
     fi: dict = {"vocab": vocab}
-    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, fi)
+    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, a.settle, fi)
     same = sum(clean[r] == faulty[r] for r in clean)
     p50 = statistics.median(ftimes)
     print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
           f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
           f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']}; token-identical to the run without faults: {same}/{len(clean)}")
-    print(f"mirror {'on' if a.mirror and a.spares else 'off'}; run without faults {ci['run_s']:.1f} s, with "
+    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills; run without faults {ci['run_s']:.1f} s, with "
           f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
           f"ms); max {1e3 * max(ftimes):.1f} ms")
     worst = 0.0

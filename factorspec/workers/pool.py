@@ -35,9 +35,11 @@ import dataclasses
 import fcntl
 import itertools
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import signal
+import tempfile
 import threading
 import time
 import weakref
@@ -51,10 +53,11 @@ from factorspec.constraint import DraftTree
 from factorspec.errors import FactorSpecError
 from factorspec.workers.protocol import (PROGRESS_SHIFT, RequestFailed, StepItem, StepResult, StepTimeout,
                                          WorkerCrashed, decode_error)
-from factorspec.workers.vocab_recipes import as_vocab_factory
+from factorspec.workers.vocab_recipes import RecipeFile, as_vocab_factory
 
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
 _PIPE_WANT = 1 << 20
+_RECIPE_INLINE = 64 * 1024  # a recipe pickled larger than this goes to workers as a file
 
 
 class PoolError(FactorSpecError):
@@ -197,6 +200,14 @@ class MaskWorkerPool:
         self._factory = as_vocab_factory(vocab_factory)
         if prebuild and callable(getattr(self._factory, "image", None)):
             self._factory = self._factory.image() or self._factory  # type: ignore[attr-defined]
+        self._recipe_file: list = [None]  # (a list: the finalizer sees the path set later)
+        blob = pickle.dumps(self._factory, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(blob) > _RECIPE_INLINE:
+            fd, path = tempfile.mkstemp(prefix="factorspec-vocab-", suffix=".pkl")
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            self._recipe_file[0] = path
+            self._factory = RecipeFile(path)
         self._ctx = mp_context or _default_context()
         self._closed = False
         self._assign: dict[Any, _Slot] = {}
@@ -211,7 +222,7 @@ class MaskWorkerPool:
         self._progress: Optional[np.ndarray] = None
         self._ctrl_offset = 0
         self.words: Optional[int] = (vocab_size + 31) // 32 if vocab_size else None
-        self._finalizer = weakref.finalize(self, _cleanup, self._procs, [None])
+        self._finalizer = weakref.finalize(self, _cleanup, self._procs, [None], self._recipe_file)
         self._slots: list[_Slot] = []
         self._spares: list[_Slot] = []
         self._spare_generation = itertools.count(1_000_000)  # spares' own generations, distinct from slots'
@@ -231,7 +242,7 @@ class MaskWorkerPool:
             self._ctrl_offset = (max_rows * self.words * 4 + 7) // 8 * 8
             self._shm = shared_memory.SharedMemory(create=True, size=self._ctrl_offset + 16 * num_workers)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, _cleanup, self._procs, [self._shm])
+            self._finalizer = weakref.finalize(self, _cleanup, self._procs, [self._shm], self._recipe_file)
             self._bitmask = np.ndarray((max_rows, self.words), dtype=np.int32, buffer=self._shm.buf)
             self._bitmask[:] = 0
             self._cancelled = np.ndarray((num_workers,), dtype=np.int64, buffer=self._shm.buf,
@@ -459,6 +470,7 @@ class MaskWorkerPool:
                 self._shm.unlink()
             except FileNotFoundError:
                 pass
+        _unlink(self._recipe_file)
         self._finalizer.detach()
 
     def __enter__(self) -> "MaskWorkerPool":
@@ -932,8 +944,18 @@ class MaskWorkerPool:
             raise PoolError("the pool is closed")
 
 
-def _cleanup(procs: list, shm_box: list) -> None:
+def _unlink(box: list) -> None:
+    if box[0] is not None:
+        try:
+            os.unlink(box[0])
+        except OSError:
+            pass
+        box[0] = None
+
+
+def _cleanup(procs: list, shm_box: list, recipe_box: list) -> None:
     """Finalizer for a pool that was never closed."""
+    _unlink(recipe_box)
     for p in procs:
         try:
             if p.is_alive():

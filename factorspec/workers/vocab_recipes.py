@@ -95,6 +95,21 @@ class TokenizerImage:
                           encode=lambda s: tk.encode(s, add_special_tokens=False).ids, name=self.name)
 
 
+@dataclass(frozen=True)
+class RecipeFile:
+    """A large recipe (an image is megabytes) pickled once into a file: what a worker process
+    receives is this path, so that starting one (a replacement, in the middle of a step) costs
+    the parent no pickling and no megabytes through the process server."""
+
+    path: str
+
+    def __call__(self) -> Any:
+        import pickle
+
+        with open(self.path, "rb") as f:
+            return pickle.load(f)()
+
+
 def as_vocab_factory(x: Any) -> Callable[[], Any]:
     """A model name, a `TokenVocab` without an encode function, or a picklable callable (a
     recipe with an `image()` method, like `ModelVocab`, may be prebuilt by the pool)."""
