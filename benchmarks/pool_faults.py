@@ -2,12 +2,13 @@
 decoded twice, without faults and with workers SIGKILLed at random moments of random steps; the
 tokens must be identical, and the latency of the steps hit by a kill is set against the median.
 
-    python -m benchmarks.pool_faults --vocab test --workers 4 --requests 256 [--settle] [--no-mirror]
-    python -m benchmarks.pool_faults --vocab smollm2-135m --workers 3 --requests 48 [--settle]
+    python -m benchmarks.pool_faults --vocab test --workers 4 --requests 256 [--settle] [--mirror]
+    python -m benchmarks.pool_faults --vocab smollm2-135m --workers 3 --requests 48 [--settle] [--mirror]
 
---settle lets the pool catch up before each kill (outside the timed steps): faults rarer than the
-time to rebuild the mirror, so the dead worker's requests are served from the mirror's shadows;
-without it kills may come faster than that and the requests are re-added on the ready workers.
+--mirror makes the spare mirror every request, so that a dead worker's requests are served from its
+shadows instead of being re-added (compiled again) on the ready workers; --settle lets the pool
+catch up before each kill (outside the timed steps): faults rarer than the time to rebuild the
+mirror; without it kills may come faster than that and the requests are re-added.
 
 A request's tokens at a step come from its own seeded rng (the draft's certain chain, else an
 allowed token, steering toward the end of the record), so both runs make the same choices.
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--requests", type=int, default=256)
     ap.add_argument("--kill-rate", type=float, default=0.08, help="chance that a step gets a kill")
     ap.add_argument("--spares", type=int, default=1)
-    ap.add_argument("--no-mirror", dest="mirror", action="store_false", help="the spare mirrors no request")
+    ap.add_argument("--mirror", action="store_true", help="the spare mirrors every request (MaskWorkerPool mirror)")
     ap.add_argument("--settle", action="store_true",
                     help="before each kill, let the pool (and the mirror) catch up: faults rarer than a rebuild")
     ap.add_argument("--seed", type=int, default=7)
@@ -152,8 +153,10 @@ def main(argv: list[str] | None = None) -> None:
     p50 = statistics.median(ftimes)
     print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
           f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
-          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']}; token-identical to the run without faults: {same}/{len(clean)}")
-    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills; run without faults {ci['run_s']:.1f} s, with "
+          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']}; "
+          f"token-identical to the run without faults: {same}/{len(clean)}")
+    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills; "
+          f"run without faults {ci['run_s']:.1f} s, with "
           f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
           f"ms); max {1e3 * max(ftimes):.1f} ms")
     worst = 0.0

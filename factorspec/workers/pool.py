@@ -18,7 +18,11 @@ Failures stay local: a malformed spec, a rejected token or a raising matcher fai
 which has its vocabulary built already, when there is one; a fresh spare then starts in the
 background), and the requests it held are re-added on the workers that are ready, each with the
 tokens it had accepted, and their part of outstanding steps is resent (same rows): they continue
-with identical masks and no step waits for a process to start. A step that overruns its budget
+with identical masks and no step waits for a process to start. With mirror=True the spare also
+keeps a shadow of every request, and the one that takes a dead worker's place serves its
+requests from their shadows: nothing to compile again in that step. A model's vocabulary is
+built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
+worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
 kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy
 with at the deadline (its progress word in the shared block says which) fails with
 `StepTimeout` naming the budget, and the worker's other requests are replayed elsewhere like
@@ -166,14 +170,16 @@ class MaskWorkerPool:
     place at once; mirror: the first spare also keeps a shadow matcher of every live request
     (compiled there, following its tokens) and, taking a dead worker's place, serves that
     worker's requests from them at once, with nothing to compile or replay (otherwise, or while
-    the mirror is catching up, they are re-added on the ready workers); mp_context: a
+    the mirror is catching up, they are re-added on the ready workers). The mirror compiles every
+    spec a second time and follows every token: free where the spare has a core of its own, on a
+    one-core host it cost 25-40% of the fault-free round trip, hence off by default; mp_context: a
     multiprocessing context (default forkserver, else spawn); prebuild: a recipe with an
     `image()` (`ModelVocab`) is built once here and the workers start from that image."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
                  kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
-                 max_replays: int = 3, spares: int = 1, mirror: bool = True, prebuild: bool = True) -> None:
+                 max_replays: int = 3, spares: int = 1, mirror: bool = False, prebuild: bool = True) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:

@@ -39,7 +39,7 @@ class ModelVocab:
 
         return vocab_for(load_tokenizer(self.name), self.vocab_size)
 
-    def image(self) -> Optional["TokenizerImage"]:
+    def image(self) -> Optional[TokenizerImage]:
         """This vocabulary prebuilt once (in the caller's process): a worker then starts from
         its token bytes and the fast tokenizer's own serialization, with no transformers (nor
         torch) to import. None when the tokenizer has no fast backend or its backend's encoding
@@ -69,7 +69,7 @@ class TokenizerImage:
     name: str = ""
 
     @classmethod
-    def of(cls, tok: Any, vocab: Any) -> Optional["TokenizerImage"]:
+    def of(cls, tok: Any, vocab: Any) -> Optional[TokenizerImage]:
         """The image of `vocab` (built from the transformers tokenizer `tok`), or None."""
         backend = getattr(tok, "backend_tokenizer", None)
         if backend is None:

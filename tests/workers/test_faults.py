@@ -12,12 +12,21 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from worker_helpers import (
+    VOCAB,
+    VOCAB_SIZE,
+    ColdStartVocab,
+    CrashingVocab,
+    SlowSpecVocab,
+    certain_chain,
+    decode,
+    pick,
+    plan_specs,
+)
 
 from factorspec.graph import compile_spec
 from factorspec.graph.token_vocab import unpack_mask
 from factorspec.workers import MaskWorkerPool, PoolError, StepItem, StepTimeout
-from worker_helpers import (VOCAB, VOCAB_SIZE, ColdStartVocab, CrashingVocab, SlowSpecVocab, certain_chain, decode,
-                            pick, plan_specs)
 
 
 def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int = 1, mirror: bool = True,
@@ -39,7 +48,7 @@ def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int 
         pending: dict = {rid: [] for rid in rids}
         emitted: dict = {rid: [] for rid in rids}
         errors: dict = {}
-        steps = {rid: 0 for rid in rids}
+        steps = dict.fromkeys(rids, 0)
         live = list(rids)
         times: list = []
         rounds = 0
