@@ -828,13 +828,14 @@ class MaskWorkerPool:
         for rid in sorted(s.rids, key=repr):
             n = self._crashes.get(rid, 0) + 1
             self._crashes[rid] = n
+            promotable = mirrored and ns is not None and rid in shadowed and outstanding.get(rid, 0) <= 1
             if rid in timed_out:
                 self._forget(rid, StepTimeout(rid, timed_out[rid], "StepTimeout"))
-            elif rid not in self._docs or n > self.max_replays or not (targets or mirrored):
+            elif rid not in self._docs or n > self.max_replays or not (targets or promotable):
                 why = cause if n <= self.max_replays else (
                     f"{cause}; its worker died {n} times in a row while serving it, not replayed again")
                 self._forget(rid, WorkerCrashed(rid, why, "WorkerCrashed"))
-            elif mirrored and ns is not None and rid in shadowed and outstanding.get(rid, 0) <= 1:
+            elif promotable and ns is not None:
                 ns.rids.add(rid)
                 self._assign[rid] = ns
                 moved[rid] = ns
