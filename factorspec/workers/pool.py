@@ -9,29 +9,41 @@ rows and drafts while the model's forward pass runs.
         logits.masked_fill_(~allowed(torch.from_numpy(pool.bitmask[:n])), -inf)
 
 Requests are sticky: a request lives on one worker (least-loaded or hash assignment, kept in a
-map) for its whole life. Bitmask rows go into one shared-memory block of [max_rows, words] int32
-(xgrammar layout) that all workers write; the caller names the row of each request per step.
+map) until that worker dies. Bitmask rows go into one shared-memory block of [max_rows, words]
+int32 (xgrammar layout) that all workers write; the caller names the row of each request per step.
 Drafts, termination and errors come back over a pipe per worker.
 
 Failures stay local: a malformed spec, a rejected token or a raising matcher fails that request
-(`RequestFailed`, naming it and the cause); a worker that dies fails exactly the requests it held
-(`WorkerCrashed`) and is replaced by a fresh process; a step that overruns its budget fails with
-`StepTimeout` (its worker is killed and replaced unless kill_on_timeout=False). `collect` always
-returns by its deadline. With kill_on_timeout=False the late worker finishes its step but writes
-no further rows of it (it checks a cancel word in the shared block before each row), so the
-caller may reuse those rows; only a row being written at the very instant of the timeout can
-still land.
+(`RequestFailed`, naming it and the cause). A worker that dies is replaced (by the warm spare,
+which has its vocabulary built already, when there is one; a fresh spare then starts in the
+background), and the requests it held are re-added on the workers that are ready, each with the
+tokens it had accepted, and their part of outstanding steps is resent (same rows): they continue
+with identical masks and no step waits for a process to start. With mirror=True the spare also
+keeps a shadow of every request, and the one that takes a dead worker's place serves its
+requests from their shadows: nothing to compile again in that step. A model's vocabulary is
+built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
+worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
+kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy
+with at the deadline (its progress word in the shared block says which) fails with
+`StepTimeout` naming the budget, and the worker's other requests are replayed elsewhere like
+after a crash; `collect` then waits at most one more budget for those replays, and returns by
+then in every case. With kill_on_timeout=False the late worker finishes its step but writes no
+further rows of it (it checks a cancel word in the shared block before each row), so the caller
+may reuse those rows; only a row being written at the very instant of the timeout can still land.
 
 Not thread-safe: drive a pool from one thread (the engine loop).
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import itertools
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import signal
+import tempfile
 import threading
 import time
 import weakref
@@ -43,12 +55,13 @@ import numpy as np
 
 from factorspec.constraint import DraftTree
 from factorspec.errors import FactorSpecError
-from factorspec.workers.protocol import (RequestFailed, StepItem, StepResult, StepTimeout, WorkerCrashed,
-                                         decode_error)
-from factorspec.workers.vocab_recipes import as_vocab_factory
+from factorspec.workers.protocol import (PROGRESS_SHIFT, RequestFailed, StepItem, StepResult, StepTimeout,
+                                         WorkerCrashed, decode_error)
+from factorspec.workers.vocab_recipes import RecipeFile, as_vocab_factory
 
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
 _PIPE_WANT = 1 << 20
+_RECIPE_INLINE = 64 * 1024  # a recipe pickled larger than this goes to workers as a file
 
 
 class PoolError(FactorSpecError):
@@ -73,8 +86,11 @@ def _worker_entry(conn_in: Any, conn_out: Any, factory: Any) -> None:
     main(conn_in, conn_out, factory)
 
 
+SPARE = -1  # the slot index of the warm spare until it takes a dead worker's place
+
+
 class _Slot:
-    """One worker process (one generation of a slot)."""
+    """One worker process (one generation of a slot, or the spare)."""
 
     def __init__(self, index: int, generation: int) -> None:
         self.index, self.generation = index, generation
@@ -91,7 +107,8 @@ class _Slot:
         self.queued = 0  # messages handed to the sender thread and not yet written
         self.sender: Optional[threading.Thread] = None
         self.seq = 0
-        self.inflight: list = []  # (seq, bytes) written or queued, not yet known to be read
+        self.inflight: list = []  # (seq, bytes, sent at) written or queued, not yet known to be read
+        self.what: dict[int, tuple] = {}  # seq -> ("add", rid) | ("step", step_id, rids), until its last reply
         self.inflight_bytes = 0
         self.capacity = 32 * 1024
 
@@ -109,14 +126,16 @@ class _Slot:
 
 
 class StepHandle:
-    """An outstanding step; pass it to `MaskWorkerPool.collect`."""
+    """An outstanding step; pass it to `MaskWorkerPool.collect`.
+
+    A step goes out as one message per worker (a part, keyed (slot, generation, seq)); a part
+    whose worker dies is resent, split over the workers its requests moved to."""
 
     def __init__(self, step_id: int, order: list) -> None:
         self.id = step_id
         self.order = order
         self.results: dict[Any, StepResult] = {}
-        self.pending: dict[int, int] = {}  # slot index -> generation
-        self.slot_rids: dict[int, list] = {}
+        self.pending: dict[tuple, list] = {}  # part -> its requests, until its rows are in
         self.rows: dict[Any, int] = {}
         self.submitted = time.perf_counter()
         self.worker_s: dict[int, float] = {}  # slot -> worker compute time for the whole step
@@ -125,9 +144,10 @@ class StepHandle:
         self.spans: dict[int, tuple] = {}
         self.collected: float = 0.0
         self.two_phase = False
-        self.pending_drafts: dict[int, int] = {}  # two-phase steps: slots whose drafts are still out
+        self.pending_drafts: dict[tuple, list] = {}  # two-phase steps: parts whose drafts are still out
         self.drafts: dict[Any, StepResult] = {}  # two-phase steps: phase-1 results (no rows yet)
-        self.items: dict[Any, StepItem] = {}  # what was sent, to resend to a replacement worker
+        self.items: dict[Any, StepItem] = {}  # what was sent, to resend to another worker
+        self.replayed: set = set()  # requests whose part was resent after their worker died
 
     @property
     def done(self) -> bool:
@@ -146,28 +166,54 @@ class MaskWorkerPool:
     (built once inside each worker); max_rows: rows of the shared bitmask block; vocab_size:
     width of the rows in tokens (default: the vocabulary's own size, e.g. pass the logits width
     when it is padded); step_timeout: default budget of `collect`; assign: "least_loaded" or
-    "hash"; mp_context: a multiprocessing context (default forkserver, else spawn)."""
+    "hash"; spares: warm processes (vocabulary built, no requests) kept to take a dead worker's
+    place at once; mirror: the first spare also keeps a shadow matcher of every live request
+    (compiled there, following its tokens) and, taking a dead worker's place, serves that
+    worker's requests from them at once, with nothing to compile or replay (otherwise, or while
+    the mirror is catching up, they are re-added on the ready workers). The mirror compiles every
+    spec a second time and follows every token: free where the spare has a core of its own, on a
+    one-core host it cost 25-40% of the fault-free round trip, hence off by default; mp_context: a
+    multiprocessing context (default forkserver, else spawn); prebuild: a recipe with an
+    `image()` (`ModelVocab`) is built once here and the workers start from that image."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
                  kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
-                 max_replays: int = 3) -> None:
+                 max_replays: int = 3, spares: int = 1, mirror: bool = False, prebuild: bool = True) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:
             raise ValueError("max_rows must be >= 1")
         if assign not in ("least_loaded", "hash"):
             raise ValueError("assign must be 'least_loaded' or 'hash'")
-        self.num_workers, self.max_rows = num_workers, max_rows
+        if spares < 0:
+            raise ValueError("spares must be >= 0")
+        self.num_workers, self.max_rows, self.spares = num_workers, max_rows, spares
+        self.mirror = mirror and spares > 0
+        self.promoted = 0  # requests a dead worker's place-taker served from its mirror (no re-add)
+        self._mirror: Optional[_Slot] = None  # the spare that mirrors every live request
+        self._sent: dict[Any, list] = {}  # rid -> every token sent for it (what its mirror has seen)
+        self._mirrored: set = set()  # the requests whose shadow was sent to the current mirror
+        self._lag = min(1.0, step_timeout / 2)  # a worker this far behind its pipe takes no replays
         self.step_timeout, self.start_timeout = step_timeout, start_timeout
         self.assign, self.kill_on_timeout = assign, kill_on_timeout
         self.restarts = 0
-        self.replays = 0  # requests moved to a replacement worker after theirs died
+        self.replays = 0  # requests moved to another worker after theirs died
         self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
         self._docs: dict[Any, tuple] = {}  # rid -> (spec_doc, prompt): to re-add it elsewhere
         self._hist: dict[Any, list] = {}  # rid -> tokens accepted up to its last good step
         self._crashes: dict[Any, int] = {}  # rid -> worker deaths since its last good step
         self._factory = as_vocab_factory(vocab_factory)
+        if prebuild and callable(getattr(self._factory, "image", None)):
+            self._factory = self._factory.image() or self._factory  # type: ignore[attr-defined]
+        self._recipe_file: list = [None]  # (a list: the finalizer sees the path set later)
+        blob = pickle.dumps(self._factory, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(blob) > _RECIPE_INLINE:
+            fd, path = tempfile.mkstemp(prefix="factorspec-vocab-", suffix=".pkl")
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            self._recipe_file[0] = path
+            self._factory = RecipeFile(path)
         self._ctx = mp_context or _default_context()
         self._closed = False
         self._assign: dict[Any, _Slot] = {}
@@ -179,28 +225,38 @@ class MaskWorkerPool:
         self._shm: Any = None
         self._bitmask: Optional[np.ndarray] = None
         self._cancelled: Optional[np.ndarray] = None
+        self._progress: Optional[np.ndarray] = None
         self._ctrl_offset = 0
         self.words: Optional[int] = (vocab_size + 31) // 32 if vocab_size else None
-        self._finalizer = weakref.finalize(self, _cleanup, self._procs, [None])
+        self._finalizer = weakref.finalize(self, _cleanup, self._procs, [None], self._recipe_file)
         self._slots: list[_Slot] = []
+        self._spares: list[_Slot] = []
+        self._spare_generation = itertools.count(1_000_000)  # spares' own generations, distinct from slots'
         self._start_failures = [0] * num_workers  # deaths in a row before becoming ready, per slot
+        self._spare_failures = 0
         try:
             self._slots = [self._spawn(i, 0) for i in range(num_workers)]
+            for _ in range(spares):
+                self._spawn_spare()
             deadline = time.monotonic() + start_timeout
             while self.words is None:
                 self._wait_or_fail(deadline, "the first worker to build its vocabulary")
             from multiprocessing import shared_memory
 
-            # the bitmask rows, then one int64 per slot: the last step id cancelled on that slot
+            # the bitmask rows, then per slot one int64 cancel word (the last step id cancelled
+            # on that slot) and one int64 progress word (what the worker is computing)
             self._ctrl_offset = (max_rows * self.words * 4 + 7) // 8 * 8
-            self._shm = shared_memory.SharedMemory(create=True, size=self._ctrl_offset + 8 * num_workers)
+            self._shm = shared_memory.SharedMemory(create=True, size=self._ctrl_offset + 16 * num_workers)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, _cleanup, self._procs, [self._shm])
+            self._finalizer = weakref.finalize(self, _cleanup, self._procs, [self._shm], self._recipe_file)
             self._bitmask = np.ndarray((max_rows, self.words), dtype=np.int32, buffer=self._shm.buf)
             self._bitmask[:] = 0
             self._cancelled = np.ndarray((num_workers,), dtype=np.int64, buffer=self._shm.buf,
                                          offset=self._ctrl_offset)
             self._cancelled[:] = 0
+            self._progress = np.ndarray((num_workers,), dtype=np.int64, buffer=self._shm.buf,
+                                        offset=self._ctrl_offset + 8 * num_workers)
+            self._progress[:] = 0
             for s in self._slots:
                 if not s.dead:
                     self._attach(s)
@@ -222,7 +278,11 @@ class MaskWorkerPool:
         return self._bitmask
 
     def worker_pids(self) -> list[int]:
+        """The serving workers (not the spares)."""
         return [s.pid for s in self._slots if not s.dead and s.pid is not None]
+
+    def spare_pids(self) -> list[int]:
+        return [s.pid for s in self._spares if not s.dead and s.pid is not None]
 
     def requests(self) -> dict[Any, int]:
         """Live requests and the worker slot each is on."""
@@ -248,8 +308,12 @@ class MaskWorkerPool:
             prompt = [int(t) for t in prompt_ids] if prompt_ids is not None else None
             self._docs[rid] = (spec_doc, prompt)
             self._hist[rid] = []
+            self._sent[rid] = []
             self._crashes[rid] = 0
-            self._send(slot, "add", rid, spec_doc, prompt)
+            self._send(slot, "add", rid, spec_doc, prompt, what=("add", rid))
+            if self._mirror is not None and not self._mirror.dead:
+                self._send(self._mirror, "add", rid, spec_doc, prompt, (), True, what=("add", rid))
+                self._mirrored.add(rid)
         if wait:
             deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
             while rid not in self._added and rid not in self._failed:
@@ -273,11 +337,16 @@ class MaskWorkerPool:
         self._docs.pop(rid, None)
         self._hist.pop(rid, None)
         self._crashes.pop(rid, None)
+        self._sent.pop(rid, None)
+        mirrored = rid in self._mirrored
+        self._mirrored.discard(rid)
         slot = self._assign.pop(rid, None)
         if slot is not None:
             slot.rids.discard(rid)
             if not slot.dead and not self._closed:
                 self._send(slot, "remove", rid)
+        if mirrored and self._mirror is not None and not self._mirror.dead and not self._closed:
+            self._send(self._mirror, "remove", rid)
 
     def submit_step(self, items: Iterable[Any]) -> StepHandle:
         """Start a step; returns at once. Each item is a `StepItem` (or a dict of its fields, or a
@@ -311,12 +380,19 @@ class MaskWorkerPool:
             by_slot.setdefault(slot.index, []).append(it)
         self._steps[h.id] = h
         for idx, lst in by_slot.items():
-            slot = self._slots[idx]
-            h.pending[idx] = slot.generation
-            if h.two_phase:
-                h.pending_drafts[idx] = slot.generation
-            h.slot_rids[idx] = [x.rid for x in lst]
-            self._send(slot, "step", h.id, lst, h.two_phase)
+            self._send_part(h, self._slots[idx], lst, drafts=h.two_phase)
+        moves = []
+        for it in h.items.values():
+            sent = self._sent.get(it.rid)
+            if sent is None:
+                continue
+            if it.rollback:
+                del sent[max(0, len(sent) - it.rollback):]
+            sent.extend(it.tokens)
+            if it.tokens or it.rollback:
+                moves.append((it.rid, it.tokens, it.rollback))
+        if moves and self._mirror is not None and not self._mirror.dead:
+            self._send(self._mirror, "advance", moves)  # after the parts: off the step's path
         return h
 
     def collect_drafts(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
@@ -339,7 +415,9 @@ class MaskWorkerPool:
 
     def collect(self, handle: StepHandle, timeout: Optional[float] = None) -> dict[Any, StepResult]:
         """Wait (at most `timeout`, default step_timeout) for the step; results per request, in
-        submission order. Requests whose results are missing at the deadline get StepTimeout."""
+        submission order. At the deadline the late workers are killed: the request each was busy
+        with gets StepTimeout, their other requests are replayed on other workers, and collect
+        waits at most one more budget for those (which then fail with StepTimeout too)."""
         self._wait(handle, handle.pending, timeout)
         self._steps.pop(handle.id, None)
         for rid in handle.order:
@@ -349,15 +427,21 @@ class MaskWorkerPool:
         return {rid: handle.results[rid] for rid in handle.order}
 
     def _wait(self, handle: StepHandle, pending: dict, timeout: Optional[float]) -> None:
-        """Read replies until `pending` (a slot map of the handle) empties or the budget runs out,
-        in which case the step's outstanding slots are expired."""
+        """Read replies until `pending` (a part map of the handle) empties. When the budget runs
+        out, the late parts are expired (their workers killed, the healthy requests replayed) and
+        one more budget is given to the replays; after that, whatever is still out fails."""
         budget = self.step_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
+        rounds = 0
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._expire(handle, budget)
-                break
+                self._expire(handle, pending, budget, replay=rounds == 0)
+                rounds += 1
+                if rounds >= 2:
+                    break
+                deadline = time.monotonic() + budget
+                continue
             self._pump(left)
 
     def step(self, items: Iterable[Any], timeout: Optional[float] = None) -> dict[Any, StepResult]:
@@ -367,21 +451,22 @@ class MaskWorkerPool:
         if self._closed:
             return
         self._closed = True
-        for s in self._slots:
+        procs = self._slots + self._spares
+        for s in procs:
             if not s.dead:
                 try:
                     self._send(s, "close")
                 except Exception:  # noqa: BLE001
                     pass
         end = time.monotonic() + 2.0
-        for s in self._slots:
+        for s in procs:
             if s.proc is not None:
                 s.proc.join(max(0.0, end - time.monotonic()))
                 if s.proc.is_alive():
                     s.proc.kill()
                     s.proc.join(1.0)
             self._retire(s)
-        self._bitmask = self._cancelled = None
+        self._bitmask = self._cancelled = self._progress = None
         if self._shm is not None:
             try:
                 self._shm.close()
@@ -391,6 +476,7 @@ class MaskWorkerPool:
                 self._shm.unlink()
             except FileNotFoundError:
                 pass
+        _unlink(self._recipe_file)
         self._finalizer.detach()
 
     def __enter__(self) -> "MaskWorkerPool":
@@ -413,26 +499,72 @@ class MaskWorkerPool:
             s.capacity = max(4096, size // 2)
         except OSError:
             pass
-        p = self._ctx.Process(target=_worker_entry, args=(r_in, w_out, self._factory), daemon=True,
-                              name=f"factorspec-mask-worker-{index}")
+        name = "factorspec-mask-worker-" + ("spare" if index == SPARE else str(index))
+        p = self._ctx.Process(target=_worker_entry, args=(r_in, w_out, self._factory), daemon=True, name=name)
         p.start()
         r_in.close()
         w_out.close()
         s.proc, s.pid, s.send_conn, s.recv_conn = p, p.pid, w_in, r_out
         self._procs.append(p)
-        if self._shm is not None:
+        if self._shm is not None and index != SPARE:
             self._attach(s)
         return s
 
+    def _spawn_spare(self) -> None:
+        """A warm process: it builds its vocabulary now and waits, unattached, for a slot. The
+        first spare is the mirror: it gets a shadow of every live request, at the tokens sent."""
+        if self._closed or len(self._spares) >= self.spares:
+            return
+        try:
+            sp = self._spawn(SPARE, next(self._spare_generation))
+        except Exception:  # noqa: BLE001 - a spare is an optimisation; dead workers get fresh processes
+            self.spares = len(self._spares)
+            return
+        self._spares.append(sp)
+        if self.mirror and (self._mirror is None or self._mirror.dead):
+            self._mirror = sp
+            self._mirrored = set(self._assign)
+            for rid in sorted(self._assign, key=repr):
+                doc, prompt = self._docs[rid]
+                self._send(sp, "add", rid, doc, prompt, tuple(self._sent.get(rid, ())), True, what=("add", rid))
+
+    def _take_spare(self, index: int) -> tuple[Optional[_Slot], bool]:
+        """The most advanced spare (caught up first, then ready) as the new process of slot
+        `index`, and whether it is the mirror, caught up (so it can serve the dead worker's
+        requests from its shadows)."""
+        live = [s for s in self._spares if not s.dead and s.fatal is None]
+        if not live:
+            return None, False
+        s = max(live, key=lambda x: (self._fresh(x), x.ready))
+        mirrored = s is self._mirror and self._fresh(s)
+        if s is self._mirror:
+            self._mirror = None
+            self._mirrored = set()
+        self._spares.remove(s)
+        s.index = index
+        if self._shm is not None:  # else the constructor attaches every slot once the block exists
+            self._attach(s)
+        return s, mirrored
+
+    def _fresh(self, s: _Slot) -> bool:
+        """Ready and reading its pipe: nothing sent to it has waited longer than the lag."""
+        return (s.ready and not s.dead and s.fatal is None
+                and (not s.inflight or time.monotonic() - s.inflight[0][2] < self._lag))
+
     def _attach(self, s: _Slot) -> None:
+        if self._cancelled is not None:
+            self._cancelled[s.index] = 0
+            self._progress[s.index] = 0  # type: ignore[index]
         self._send(s, "attach", self._shm.name, self.max_rows, self.words, s.index, self._ctrl_offset,
                    self.num_workers)
 
-    def _send(self, s: _Slot, kind: str, *args: Any) -> None:
+    def _send(self, s: _Slot, kind: str, *args: Any, what: Any = None) -> None:
         s.seq += 1
         data = pickle.dumps((kind, s.seq) + args, protocol=pickle.HIGHEST_PROTOCOL)
         size = len(data) + 16
-        s.inflight.append((s.seq, size))
+        s.inflight.append((s.seq, size, time.monotonic()))
+        if what is not None:
+            s.what[s.seq] = what
         s.inflight_bytes += size
         with s.lock:
             if s.queued == 0 and s.inflight_bytes <= s.capacity:
@@ -448,6 +580,15 @@ class MaskWorkerPool:
             s.sender.start()
         s.outbox.put(data)
 
+    def _send_part(self, h: StepHandle, s: _Slot, items: list, drafts: bool) -> None:
+        """One worker's part of step `h`; `drafts`: its phase-1 reply is still awaited."""
+        rids = [it.rid for it in items]
+        self._send(s, "step", h.id, items, h.two_phase, what=("step", h.id, rids))
+        key = (s.index, s.generation, s.seq)
+        h.pending[key] = rids
+        if drafts:
+            h.pending_drafts[key] = rids
+
     def _acked(self, s: _Slot, seq: int) -> None:
         k = 0
         while k < len(s.inflight) and s.inflight[k][0] <= seq:
@@ -458,6 +599,8 @@ class MaskWorkerPool:
 
     def _choose(self, rid: Any) -> Optional[_Slot]:
         live = [s for s in self._slots if not s.dead and s.fatal is None]
+        # a worker that is behind (or still starting) only when none is ready and caught up
+        live = [s for s in live if self._fresh(s)] or [s for s in live if s.ready] or live
         if not live:
             return None
         if self.assign == "hash":
@@ -466,7 +609,7 @@ class MaskWorkerPool:
 
     def _wait_or_fail(self, deadline: float, what: str) -> None:
         if all(s.fatal for s in self._slots):
-            raise PoolError(f"no mask worker could start: {self._slots[0].fatal}")
+            raise PoolError("no mask worker could start: " + "; ".join(str(s.fatal) for s in self._slots))
         left = deadline - time.monotonic()
         if left <= 0:
             raise PoolError(f"timed out after {self.start_timeout:.3g} s waiting for {what}")
@@ -476,7 +619,7 @@ class MaskWorkerPool:
     def _pump(self, timeout: float) -> None:
         """Read whatever the workers sent (waiting up to `timeout` for something); notice deaths."""
         objs: dict = {}
-        for s in self._slots:
+        for s in self._slots + self._spares:
             if not s.dead:
                 objs[s.recv_conn] = s
                 objs[s.proc.sentinel] = s
@@ -505,9 +648,8 @@ class MaskWorkerPool:
             _, seq, step_id, out = msg
             self._acked(s, seq)
             h = self._steps.get(step_id)
-            if h is None or h.pending_drafts.get(s.index) != s.generation:
+            if h is None or h.pending_drafts.pop((s.index, s.generation, seq), None) is None:
                 return
-            del h.pending_drafts[s.index]
             for rid, ok, payload in out:
                 row = h.rows[rid]
                 if ok:
@@ -522,13 +664,14 @@ class MaskWorkerPool:
             _, seq, step_id, out, (w_begin, w_end) = msg
             t_read = time.perf_counter()
             self._acked(s, seq)
+            s.what.pop(seq, None)
             h = self._steps.get(step_id)
-            if h is None or h.pending.get(s.index) != s.generation:
+            key = (s.index, s.generation, seq)
+            if h is None or h.pending.pop(key, None) is None:
                 return  # a step already given up on
-            del h.pending[s.index]
-            h.worker_s[s.index] = w_end - w_begin
+            h.worker_s[s.index] = h.worker_s.get(s.index, 0.0) + w_end - w_begin
             h.spans[s.index] = (w_begin, w_end, t_read)
-            h.pending_drafts.pop(s.index, None)
+            h.pending_drafts.pop(key, None)
             for rid, ok, payload in out:
                 row = h.rows[rid]
                 if ok:
@@ -552,16 +695,21 @@ class MaskWorkerPool:
         elif kind == "added":
             _, seq, rid, err, _dt = msg
             self._acked(s, seq)
+            s.what.pop(seq, None)
             if self._assign.get(rid) is s:
-                self._added[rid] = None if err is None else decode_error(rid, err)
-                if err is not None:
-                    self._forget(rid, self._added[rid])
+                e = None if err is None else decode_error(rid, err)
+                self._added[rid] = e
+                if e is not None:
+                    self._forget(rid, e)
         elif kind == "ack":
             self._acked(s, msg[1])
         elif kind == "ready":
             _, pid, words, _vocab_size, _name = msg
             s.ready, s.pid = True, pid
-            self._start_failures[s.index] = 0
+            if s.index == SPARE:
+                self._spare_failures = 0
+            else:
+                self._start_failures[s.index] = 0
             if self.words is None:
                 self.words = words
         elif kind == "fatal":
@@ -592,8 +740,9 @@ class MaskWorkerPool:
     def _death_cause(self, s: _Slot) -> str:
         s.proc.join(1.0)
         code = s.proc.exitcode
+        name = "the spare mask worker" if s.index == SPARE else f"mask worker {s.index}"
         if s.fatal:
-            return f"mask worker {s.index} (pid {s.pid}) could not serve: {s.fatal}"
+            return f"{name} (pid {s.pid}) could not serve: {s.fatal}"
         if code is None:
             s.proc.kill()
             s.proc.join(1.0)
@@ -605,69 +754,128 @@ class MaskWorkerPool:
                 what = f"was killed by signal {-code}"
         else:
             what = f"exited with code {code}"
-        return f"mask worker {s.index} (pid {s.pid}) {what}"
+        return f"{name} (pid {s.pid}) {what}"
 
-    def _on_dead(self, s: _Slot, cause: str, timed_out: Iterable = ()) -> None:
-        """Replace `s`; move the requests it held to the replacement, each re-added with the
-        tokens it had accepted, and resend their part of outstanding steps (same rows), so they
-        continue with identical masks. A request whose worker died `max_replays` times in a row
-        (no good step between), or that overran a step budget, fails with that said."""
+    def _start_failed(self, s: _Slot, cause: str) -> bool:
+        """Count a death before the worker was ever ready; True once that slot is given up on
+        (three in a row: the recipe cannot build, or the process cannot start here)."""
+        if s.ready or s.fatal is not None:
+            return s.fatal is not None
+        if s.index == SPARE:
+            self._spare_failures += 1
+            n = self._spare_failures
+        else:
+            self._start_failures[s.index] += 1
+            n = self._start_failures[s.index]
+        if n >= 3:
+            s.fatal = f"died {n} times in a row before it was ready ({cause})"
+        return s.fatal is not None
+
+    def _on_dead(self, s: _Slot, cause: str, timed_out: Optional[dict] = None) -> None:
+        """Replace `s` (by a spare, else a fresh process) and move the requests it held, so they
+        continue with identical masks and no step waits for a process to start: onto the
+        spare's shadows when the spare is the mirror and caught up (nothing to compile), else
+        re-added with the tokens they had accepted on the workers that are ready and caught up
+        (spread evenly; the replacement only when no other is ready); their part of outstanding
+        steps is resent (same rows). A request whose worker died `max_replays` times in a row
+        (no good step between) fails, saying so; one in `timed_out` (rid -> cause) fails with
+        StepTimeout."""
         if s.dead:
             return
         s.dead = True
-        timed_out = set(timed_out)
+        timed_out = timed_out or {}
         self._retire(s)
-        code = s.proc.exitcode
-        if not s.ready and code is not None and code >= 0:  # it exited on its own while starting
-            self._start_failures[s.index] += 1
-            if self._start_failures[s.index] >= 3 and s.fatal is None:
-                s.fatal = f"died {self._start_failures[s.index]} times in a row before it was ready ({cause})"
+        gave_up = self._start_failed(s, cause)
+        if s.index == SPARE:
+            if s in self._spares:
+                self._spares.remove(s)
+            if s is self._mirror:
+                self._mirror = None
+                self._mirrored = set()
+            if gave_up:
+                self.spares = len(self._spares)  # the recipe cannot start here: no more spares
+            else:
+                self._spawn_spare()
+            return
         ns: Optional[_Slot] = None
-        if s.fatal is None and not self._closed:
+        took_spare = mirrored = False
+        shadowed = self._mirrored  # (taking the mirror resets the set)
+        if not gave_up and not self._closed:
             self.restarts += 1
-            try:
-                ns = self._spawn(s.index, s.generation + 1)
+            ns, mirrored = self._take_spare(s.index)
+            took_spare = ns is not None
+            if ns is not None:
+                ns.generation = s.generation + 1
+            else:
+                try:
+                    ns = self._spawn(s.index, s.generation + 1)
+                except Exception as e:  # noqa: BLE001 - the slot stays dead; the others go on
+                    s.fatal = f"could not start a replacement: {type(e).__name__}: {e}"
+            if ns is not None:
                 self._slots[s.index] = ns
-            except Exception as e:  # noqa: BLE001 - the slot stays dead; the others go on
-                s.fatal = f"could not start a replacement: {type(e).__name__}: {e}"
-        moved: set = set()
+        targets = [x for x in self._slots if self._fresh(x)] or [x for x in self._slots if x.ready and not x.dead
+                                                                  and x.fatal is None]
+        if not targets and ns is not None:
+            targets = [ns]
+        outstanding: dict[Any, int] = {}
+        for h in self._steps.values():
+            for rid in h.items:
+                if rid not in h.results:
+                    outstanding[rid] = outstanding.get(rid, 0) + 1
+        moved: dict[Any, _Slot] = {}
+        promoted: list = []  # served by `ns` from its shadows: resent without their tokens
+        given: dict[int, int] = {}
         for rid in sorted(s.rids, key=repr):
             n = self._crashes.get(rid, 0) + 1
             self._crashes[rid] = n
+            promotable = mirrored and ns is not None and rid in shadowed and outstanding.get(rid, 0) <= 1
             if rid in timed_out:
-                self._forget(rid, StepTimeout(rid, cause, "StepTimeout"))
-            elif ns is None or rid not in self._docs or n > self.max_replays:
+                self._forget(rid, StepTimeout(rid, timed_out[rid], "StepTimeout"))
+            elif rid not in self._docs or n > self.max_replays or not (targets or promotable):
                 why = cause if n <= self.max_replays else (
                     f"{cause}; its worker died {n} times in a row while serving it, not replayed again")
                 self._forget(rid, WorkerCrashed(rid, why, "WorkerCrashed"))
-            else:
-                doc, prompt = self._docs[rid]
-                s.rids.discard(rid)
+            elif promotable and ns is not None:
                 ns.rids.add(rid)
                 self._assign[rid] = ns
-                self._send(ns, "add", rid, doc, prompt, tuple(self._hist.get(rid, ())))
-                moved.add(rid)
+                moved[rid] = ns
+                promoted.append(rid)
+                self.promoted += 1
+            else:
+                t = min(targets, key=lambda x: (given.get(x.index, 0), len(x.rids), x.index))
+                given[t.index] = given.get(t.index, 0) + 1
+                doc, prompt = self._docs[rid]
+                t.rids.add(rid)
+                self._assign[rid] = t
+                self._send(t, "add", rid, doc, prompt, tuple(self._hist.get(rid, ())), what=("add", rid))
+                moved[rid] = t
                 self.replays += 1
+        s.rids.clear()
+        if took_spare and ns is not None:  # a serving worker keeps no shadows
+            self._send(ns, "promote", promoted)
+        m = self._mirror
+        if timed_out and m is not None and m.ready and not m.dead and not self._fresh(m):
+            m.proc.kill()  # behind, maybe on the slow request's shadow: a fresh mirror is made without it
         for h in list(self._steps.values()):
-            if h.pending.get(s.index) != s.generation:
-                continue
-            del h.pending[s.index]
-            drafts_out = h.pending_drafts.pop(s.index, None) is not None
-            resend = []
-            for rid in h.slot_rids[s.index]:
-                if rid in h.results:
-                    continue
-                if rid in moved and rid in h.items:
-                    resend.append(h.items[rid])
-                else:
-                    err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
-                    self._fail_result(h, rid, err)
-            if resend and ns is not None:
-                h.pending[s.index] = ns.generation
-                if drafts_out:
-                    h.pending_drafts[s.index] = ns.generation
-                h.slot_rids[s.index] = [it.rid for it in resend]
-                self._send(ns, "step", h.id, resend, h.two_phase)
+            for key in [k for k in h.pending if k[0] == s.index and k[1] == s.generation]:
+                rids = h.pending.pop(key)
+                drafts_out = h.pending_drafts.pop(key, None) is not None
+                resend: dict[int, list] = {}
+                for rid in rids:
+                    if rid in h.results:
+                        continue
+                    if rid in moved and rid in h.items:
+                        it = h.items[rid]
+                        if rid in promoted:  # its shadow has these tokens already
+                            it = dataclasses.replace(it, tokens=(), rollback=0)
+                        resend.setdefault(moved[rid].index, []).append(it)
+                        h.replayed.add(rid)
+                    else:
+                        err = self._failed.get(rid) or WorkerCrashed(rid, cause, "WorkerCrashed")
+                        self._fail_result(h, rid, err)
+                for idx, items in resend.items():
+                    self._send_part(h, self._slots[idx], items, drafts=drafts_out)
+        self._spawn_spare()
 
     def _retire(self, s: _Slot) -> None:
         s.dead = True
@@ -679,36 +887,82 @@ class MaskWorkerPool:
             except Exception:  # noqa: BLE001
                 pass
 
-    def _expire(self, h: StepHandle, budget: float) -> None:
-        for idx, gen in list(h.pending.items()):
+    def _busy_with(self, s: _Slot) -> Optional[tuple]:
+        """(rid, what) of the request worker `s` was computing, from its progress word; None
+        when it was between messages or on one that is not a request's."""
+        if self._progress is None:
+            return None
+        word = int(self._progress[s.index])
+        seq, k = word >> PROGRESS_SHIFT, word & ((1 << PROGRESS_SHIFT) - 1)
+        what = s.what.get(seq) if seq else None
+        if what is not None and what[0] == "add":
+            return what[1], "while compiling this request's spec"
+        if what is not None and what[0] == "step" and 0 <= k < len(what[2]):
+            return what[2][k], f"while computing this request's rows and draft of step {what[1]}"
+        return None
+
+    def _expire(self, h: StepHandle, pending: dict, budget: float, replay: bool = True) -> None:
+        """The budget of step `h` ran out with the parts in `pending` (its rows' or its drafts'
+        map) still out. With kill_on_timeout, each late worker is killed; the
+        request it was busy with fails with StepTimeout, its other requests are replayed (when
+        `replay`) or fail too. Without, the late requests fail and their rows are cancelled."""
+        for key in list(pending):
+            if key not in pending:
+                continue  # handled with an earlier part of the same worker
+            idx, gen, _seq = key
             s = self._slots[idx]
-            rids = h.slot_rids[idx]
-            cause = f"step {h.id} got no result from mask worker {idx} (pid {s.pid}) within its {budget:.3g} s budget"
+            late = pending[key]
+            where = f"mask worker {idx} (pid {s.pid})"
             if s.generation == gen and not s.dead and self.kill_on_timeout:
+                busy = self._busy_with(s) if replay else None
                 s.proc.kill()
                 s.proc.join(1.0)
-                self._on_dead(s, cause + "; the worker was killed and replaced", timed_out=rids)
-            else:
-                # the worker may still be on this step: it checks this before each row it writes
-                if self._cancelled is not None:
-                    self._cancelled[idx] = max(int(self._cancelled[idx]), h.id)
-                h.pending.pop(idx, None)
-                for rid in rids:
-                    if rid not in h.results:
-                        err = StepTimeout(rid, cause, "StepTimeout")
-                        self.remove_request(rid)
-                        self._failed[rid] = err
-                        self._fail_result(h, rid, err)
-        h.pending.clear()
-        h.pending_drafts.clear()
+                if busy is not None:
+                    rid, what = busy
+                    timed = {rid: f"step {h.id} ran past its {budget:.3g} s budget on {where} {what}; the worker "
+                                  f"was killed and replaced, and its other requests continue on other workers"}
+                    cause = (f"{where} was killed: it overran step {h.id}'s {budget:.3g} s budget "
+                             f"serving request {rid!r}")
+                elif replay:
+                    timed = {}
+                    cause = f"{where} was killed: it gave no result within step {h.id}'s {budget:.3g} s budget"
+                else:
+                    cause = (f"step {h.id} got no result from {where} within its {budget:.3g} s budget, nor from "
+                             f"the workers its requests were replayed on within one more; the worker was killed "
+                             f"and replaced")
+                    timed = dict.fromkeys(late, cause)
+                self._on_dead(s, cause, timed_out=timed)
+                continue
+            cause = f"step {h.id} got no result from {where} within its {budget:.3g} s budget"
+            # the worker may still be on this step: it checks this before each row it writes
+            if self._cancelled is not None and not s.dead:
+                self._cancelled[idx] = max(int(self._cancelled[idx]), h.id)
+            h.pending.pop(key, None)
+            h.pending_drafts.pop(key, None)
+            for rid in late:
+                if rid not in h.results:
+                    err = StepTimeout(rid, cause, "StepTimeout")
+                    self.remove_request(rid)
+                    self._failed[rid] = err
+                    self._fail_result(h, rid, err)
 
     def _check_open(self) -> None:
         if self._closed:
             raise PoolError("the pool is closed")
 
 
-def _cleanup(procs: list, shm_box: list) -> None:
+def _unlink(box: list) -> None:
+    if box[0] is not None:
+        try:
+            os.unlink(box[0])
+        except OSError:
+            pass
+        box[0] = None
+
+
+def _cleanup(procs: list, shm_box: list, recipe_box: list) -> None:
     """Finalizer for a pool that was never closed."""
+    _unlink(recipe_box)
     for p in procs:
         try:
             if p.is_alive():

@@ -4,13 +4,15 @@ Messages are tuples (pickled once by the sender); a step's items are the `StepIt
 themselves and a draft travels as the contract's `DraftTree`:
 
 parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
-                   ("add", seq, rid, spec_doc, prompt_ids)
+                   ("add", seq, rid, spec_doc, prompt_ids, replay_tokens, shadow)
+                   ("advance", seq, [(rid, tokens, rollback), ...])   the mirror's shadows follow
+                   ("promote", seq, [rid, ...])           the mirror serves these; drops the rest
                    ("remove", seq, rid)
                    ("step", seq, step_id, [StepItem, ...], two_phase)
                    ("close", seq)
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
-                   ("ack", seq)                           after attach/remove
+                   ("ack", seq)                           after attach/remove/advance/promote
                    ("added", seq, rid, error | None, compile_s)
                    ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
                    ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end))
@@ -21,6 +23,12 @@ A two-phase step (any item with `tree`) answers twice: "drafts" as soon as every
 tokens are applied and its draft is made (the engine needs the drafts to build its forward), then
 "step" once the bitmask rows of every draft node are written (the engine needs those only after
 the forward, so the workers fill them while the forward runs).
+
+The shared block holds, after the rows (at ctrl_offset), one int64 cancel word per slot (the
+last step id the parent gave up on there) and then one int64 progress word per slot: the worker
+writes seq << PROGRESS_SHIFT | k before computing item k of message seq (item 0 of an "add"),
+0 between messages, so a parent whose step ran out of budget knows which request was the slow
+one.
 
 Every reply carries the sequence number of the last message the worker has read, so the parent
 knows how many bytes are still unread in the pipe. An error travels as
@@ -33,6 +41,8 @@ from typing import Any, Optional
 
 from factorspec.constraint import DraftTree
 from factorspec.errors import FactorSpecError
+
+PROGRESS_SHIFT = 20  # a progress word is seq << PROGRESS_SHIFT | item index (one aligned int64 store)
 
 
 class RequestFailed(FactorSpecError):

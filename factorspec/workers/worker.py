@@ -13,7 +13,7 @@ import numpy as np
 from factorspec.constraint import DraftTree, fill_tree_bitmask, truncate_draft
 from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
-from factorspec.workers.protocol import StepItem, encode_error
+from factorspec.workers.protocol import PROGRESS_SHIFT, StepItem, encode_error
 
 
 class TokenRejected(Exception):
@@ -39,10 +39,16 @@ class Worker:
         self.compiler = SpecCompiler()  # requests of one spec share its compiled machine
         self.matchers: dict[Any, Matcher] = {}
         self.failed: dict[Any, tuple] = {}
+        # the mirror (a spare): a shadow matcher per live request, following its tokens, so that it
+        # can take a dead worker's requests at once; and why a shadow ended, if one did
+        self.shadows: dict[Any, Matcher] = {}
+        self.shadow_failed: dict[Any, tuple] = {}
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
         self.cancelled: Optional[np.ndarray] = None
+        self.progress: Optional[np.ndarray] = None
         self.slot = 0
+        self.seq = 0  # the message being served
 
     def attach(self, name: str, rows: int, words: int, slot: int, ctrl_offset: int, n_slots: int) -> None:
         if words < self.vocab.words:
@@ -50,7 +56,14 @@ class Worker:
         self.shm = _attach(name)
         self.bitmask = np.ndarray((rows, words), dtype=np.int32, buffer=self.shm.buf)
         self.cancelled = np.ndarray((n_slots,), dtype=np.int64, buffer=self.shm.buf, offset=ctrl_offset)
+        self.progress = np.ndarray((n_slots,), dtype=np.int64, buffer=self.shm.buf, offset=ctrl_offset + 8 * n_slots)
         self.slot = slot
+
+    def mark(self, k: int) -> None:
+        """Say in the shared block that item `k` of the current message is being computed (the
+        parent reads it when a step runs out of budget, to fail that request alone)."""
+        if self.progress is not None:
+            self.progress[self.slot] = (self.seq << PROGRESS_SHIFT) | k if k >= 0 else 0
 
     def step(self, step_id: int, items: list[StepItem]) -> list:
         out = []
@@ -58,6 +71,7 @@ class Worker:
             if self._cancelled_step(step_id):
                 out += self._cancel_rest([it.rid for it in items[k:]])
                 break
+            self.mark(k)
             out.append(self.step_one(item))
         return out
 
@@ -72,9 +86,24 @@ class Worker:
             out.append((rid, False, err))
         return out
 
-    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = ()) -> Optional[tuple]:
+    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = (), shadow: bool = False) -> Optional[tuple]:
         """Compile `doc` for `rid`; `replay`: the tokens it had accepted on a worker that died
-        (the pool moves it here and its next step continues where it was)."""
+        (the pool moves it here and its next step continues where it was). With `shadow`, as a
+        mirror of a request served elsewhere (see `advance`, `promote`)."""
+        if shadow:
+            self.shadow_failed.pop(rid, None)
+            try:
+                m = self.compiler.compile(doc).matcher(self.vocab)
+                if prompt:
+                    m.set_prompt(prompt)
+                if replay:
+                    self._advance(m, replay, 0)
+            except Exception as e:  # noqa: BLE001
+                self.shadows.pop(rid, None)
+                self.shadow_failed[rid] = encode_error(e)
+                return self.shadow_failed[rid]
+            self.shadows[rid] = m
+            return None
         self.failed.pop(rid, None)
         try:
             m = self.compiler.compile(doc).matcher(self.vocab)
@@ -92,6 +121,34 @@ class Worker:
     def remove(self, rid: Any) -> None:
         self.matchers.pop(rid, None)
         self.failed.pop(rid, None)
+        self.shadows.pop(rid, None)
+        self.shadow_failed.pop(rid, None)
+
+    def advance(self, moves: list) -> None:
+        """Shadows follow their requests: (rid, tokens, rollback) as sent to the serving worker."""
+        for rid, tokens, rollback in moves:
+            m = self.shadows.get(rid)
+            if m is None:
+                continue
+            try:
+                self._advance(m, tokens, rollback)
+            except Exception as e:  # noqa: BLE001 - the serving worker fails it the same way
+                del self.shadows[rid]
+                self.shadow_failed[rid] = encode_error(e)
+
+    def promote(self, rids: list) -> None:
+        """This mirror now serves `rids` (its shadows become their matchers); the other shadows
+        are dropped (a serving worker mirrors nothing)."""
+        for rid in rids:
+            m = self.shadows.pop(rid, None)
+            if m is not None:
+                self.matchers[rid] = m
+                self.failed.pop(rid, None)
+            else:
+                self.failed[rid] = self.shadow_failed.get(rid) or (
+                    "RequestFailed", "its mirror was not on the worker that took over", "")
+        self.shadows.clear()
+        self.shadow_failed.clear()
 
     def _cancelled_step(self, step_id: int) -> bool:
         return self.cancelled is not None and self.cancelled[self.slot] >= step_id
@@ -113,10 +170,11 @@ class Worker:
 
     def tree_drafts(self, items: list[StepItem]) -> tuple[list, list]:
         """Phase 1 of a two-phase step: apply each request's tokens and make its draft. Returns
-        the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent)."""
+        the reply entries and what phase 2 needs: (rid, row, draft or None, tree, t_spent, k)."""
         out, todo = [], []
-        for it in items:
+        for k, it in enumerate(items):
             rid, row, width = it.rid, it.row, it.draft_width
+            self.mark(k)
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             if m is None:
@@ -143,16 +201,17 @@ class Worker:
                 continue
             dt = time.perf_counter() - t0
             out.append((rid, True, (d, term, dt)))
-            todo.append((rid, row, d, it.tree, dt))
+            todo.append((rid, row, d, it.tree, dt, k))
         return out, todo
 
     def tree_rows(self, step_id: int, todo: list) -> list:
         """Phase 2: the bitmask rows of the root and (tree items) of every draft node."""
         out = []
-        for k, (rid, row, d, tree, dt) in enumerate(todo):
+        for j, (rid, row, d, tree, dt, k) in enumerate(todo):
             if self._cancelled_step(step_id):
-                out += self._cancel_rest([t[0] for t in todo[k:]])
+                out += self._cancel_rest([t[0] for t in todo[j:]])
                 break
+            self.mark(k)
             t0 = time.perf_counter()
             m = self.matchers.get(rid)
             try:
@@ -224,6 +283,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             except (EOFError, OSError):
                 return
             kind, seq = msg[0], msg[1]
+            w.seq = seq
             if kind == "step" and len(msg) > 4 and msg[4]:  # two-phase: drafts first, then rows
                 t0 = time.perf_counter()
                 first, todo = w.tree_drafts(msg[3])
@@ -238,8 +298,15 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
                 conn_out.send(("step", seq, msg[2], out, (t0, t1)))
             elif kind == "add":
                 t0 = time.perf_counter()
-                err = w.add(msg[2], msg[3], msg[4] if len(msg) > 4 else None, msg[5] if len(msg) > 5 else ())
+                w.mark(0)
+                err = w.add(*msg[2:])
                 conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
+            elif kind == "advance":
+                w.advance(msg[2])
+                conn_out.send(("ack", seq))
+            elif kind == "promote":
+                w.promote(msg[2])
+                conn_out.send(("ack", seq))
             elif kind == "remove":
                 w.remove(msg[2])
                 conn_out.send(("ack", seq))
@@ -252,6 +319,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
                 conn_out.send(("ack", seq))
             elif kind == "close":
                 return
+            w.mark(-1)
     except (BrokenPipeError, EOFError, OSError):
         return
     finally:

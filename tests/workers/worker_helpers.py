@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,70 @@ def pick(row: np.ndarray, rng: random.Random) -> int:
 
 def decode(tokens: list[int]) -> Any:
     return json.loads(b"".join(TOKENS[t] for t in tokens if t != STOP))
+
+
+@dataclass(frozen=True)
+class SlowSpecVocab:
+    """Fault injection: VOCAB, in a worker where a request whose spec's title is "slow" sleeps
+    `seconds` from its `after`-th step on (mid-step, inside the matcher's advance), and one whose
+    title is "slow-compile" sleeps while its spec compiles. Everything else is untouched."""
+
+    seconds: float = 60.0
+    after: int = 1
+
+    def __call__(self) -> Any:
+        import time
+
+        from factorspec.workers import worker
+
+        slow: dict = {}  # id(matcher) -> steps seen
+        add, advance = worker.Worker.add, worker.Worker._advance
+        seconds, after = self.seconds, self.after
+
+        def slow_add(w: Any, rid: Any, doc: Any, *a: Any, **k: Any) -> Any:
+            title = doc.get("title") if isinstance(doc, dict) else None
+            if title == "slow-compile":
+                time.sleep(seconds)
+            err = add(w, rid, doc, *a, **k)
+            if title == "slow" and rid in w.matchers:
+                slow[id(w.matchers[rid])] = 0
+            return err
+
+        def slow_advance(w: Any, m: Any, tokens: Any, rollback: int) -> None:
+            if id(m) in slow:
+                slow[id(m)] += 1
+                if slow[id(m)] > after:
+                    time.sleep(seconds)
+            advance(w, m, tokens, rollback)
+
+        worker.Worker.add = slow_add  # type: ignore[method-assign]
+        worker.Worker._advance = slow_advance  # type: ignore[method-assign]
+        return VOCAB()
+
+
+@dataclass(frozen=True)
+class ColdStartVocab:
+    """Fault injection: VOCAB, built `seconds` late in every process started once `marker`
+    exists (a replacement worker that takes long to start, like one loading a real tokenizer)."""
+
+    marker: str
+    seconds: float = 60.0
+
+    def __call__(self) -> Any:
+        import os
+        import time
+
+        if os.path.exists(self.marker):
+            time.sleep(self.seconds)
+        return VOCAB()
+
+
+@dataclass(frozen=True)
+class CrashingVocab:
+    """A recipe whose process dies by a signal while building (a segfaulting tokenizer)."""
+
+    def __call__(self) -> Any:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)

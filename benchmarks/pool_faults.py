@@ -1,0 +1,177 @@
+"""Step latency of the mask worker pool when workers die mid-step (issue #14): the same requests
+decoded twice, without faults and with workers SIGKILLed at random moments of random steps; the
+tokens must be identical, and the latency of the steps hit by a kill is set against the median.
+
+    python -m benchmarks.pool_faults --vocab test --workers 4 --requests 256 [--settle] [--mirror]
+    python -m benchmarks.pool_faults --vocab smollm2-135m --workers 3 --requests 48 [--settle] [--mirror]
+
+--mirror makes the spare mirror every request, so that a dead worker's requests are served from its
+shadows instead of being re-added (compiled again) on the ready workers; --settle lets the pool
+catch up before each kill (outside the timed steps): faults rarer than the time to rebuild the
+mirror; without it kills may come faster than that and the requests are re-added.
+
+A request's tokens at a step come from its own seeded rng (the draft's certain chain, else an
+allowed token, steering toward the end of the record), so both runs make the same choices.
+Figures: p50 of every step of the faulty run; for each kill the step it hit and the one after,
+in ms, and as a multiple of the p50 and of the same step of the run without faults."""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from factorspec.graph.token_vocab import unpack_mask
+from factorspec.workers import BytesVocab, MaskWorkerPool, ModelVocab, StepItem
+
+_MERGES = [b'"', b'": ', b', ', b'{"', b'"}', b'day', b'city', b'": "', b'", "', b'}, {', b'[{', b'}]']
+_TOKENS = tuple([bytes([i]) for i in range(256)] + _MERGES + [b""])
+TEST_VOCAB = BytesVocab(_TOKENS, (len(_TOKENS) - 1,), 320, "bench-bytes")
+
+
+def _specs(count: int, seed: int) -> list[dict]:
+    from benchmarks.natural_plan import generate, parse_instance, to_spec
+
+    out = []
+    for n in (3, 4):
+        out += [to_spec(parse_instance(f"f{n}_{k}", raw)) for k, raw in enumerate(generate(n, seed, count // 2 + 1))]
+    return out[:count]
+
+
+def _pick(row: np.ndarray, size: int, stops: set, quotes: set, rng: random.Random) -> int:
+    ids = [int(i) for i in unpack_mask(row, size)]
+    if not ids:
+        raise RuntimeError("an empty mask")
+    if stops.intersection(ids):
+        return min(stops.intersection(ids))
+    q = sorted(quotes.intersection(ids))
+    if q and rng.random() < 0.5:
+        return q[0]
+    return rng.choice(ids)
+
+
+def _settle(pool: MaskWorkerPool, limit: float = 60.0) -> None:
+    """Faults rarer than a rebuild: wait (outside the timed steps) until every worker and the
+    mirror have read everything sent to them."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        procs = pool._slots + pool._spares
+        if all(p.ready and not p.inflight for p in procs if not p.dead):
+            return
+        pool.request_error("-")
+        time.sleep(0.005)
+
+
+def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, spares: int, mirror: bool,
+        settle: bool, info: dict) -> tuple[dict, list, list]:
+    """Decode every request to its end; returns (tokens per request, step seconds, indices of the
+    steps a kill hit)."""
+    rng = random.Random(seed)
+    n = len(specs)
+    t0 = time.monotonic()
+    with MaskWorkerPool(workers, factory, max_rows=n, step_timeout=60.0, start_timeout=600, spares=spares,
+                        mirror=mirror) as pool:
+        info["start_s"] = time.monotonic() - t0
+        vocab = info["vocab"]
+        stops, quotes = set(vocab.stop_ids), {t for t, b in enumerate(vocab.token_bytes) if b == b'"'}
+        for rid, s in enumerate(specs):
+            pool.add_request(rid, s, wait=True, timeout=60)
+        pending: dict = {rid: [] for rid in range(n)}
+        emitted: dict = {rid: [] for rid in range(n)}
+        steps = dict.fromkeys(range(n), 0)
+        live = list(range(n))
+        times: list = []
+        hit: list = []
+        while live:
+            assert len(times) < 2000, "runaway"
+            kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
+            if kill and settle:
+                _settle(pool)
+            t = time.perf_counter()
+            h = pool.submit_step([StepItem(rid, pending[rid], rid, 8) for rid in live])
+            if kill:  # mid-step, at a random moment of the workers' computation
+                time.sleep(rng.random() * 0.01)
+                os.kill(rng.choice(pool.worker_pids()), signal.SIGKILL)
+            res = pool.collect(h)
+            times.append(time.perf_counter() - t)
+            if kill:
+                hit.append(len(times) - 1)
+            nxt = []
+            for rid in live:
+                r = res[rid].raise_for_error()
+                if r.terminated:
+                    pool.remove_request(rid)
+                    continue
+                steps[rid] += 1
+                chain = []
+                for k, (tok, par, cert) in enumerate(zip(r.draft.tokens, r.draft.parents, r.draft.certain)):
+                    if par != k - 1 or not cert:
+                        break
+                    chain.append(tok)
+                pending[rid] = chain or [_pick(pool.bitmask[rid], vocab.vocab_size, stops, quotes,
+                                               random.Random(rid * 7919 + steps[rid]))]
+                emitted[rid] += pending[rid]
+                nxt.append(rid)
+            live = nxt
+        info["restarts"], info["replays"], info["promoted"] = pool.restarts, pool.replays, pool.promoted
+        info["run_s"] = time.monotonic() - t0
+    return emitted, times, hit
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vocab", default="test", help="'test' (a byte-level vocabulary) or a model name")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--requests", type=int, default=256)
+    ap.add_argument("--kill-rate", type=float, default=0.08, help="chance that a step gets a kill")
+    ap.add_argument("--spares", type=int, default=1)
+    ap.add_argument("--mirror", action="store_true", help="the spare mirrors every request (MaskWorkerPool mirror)")
+    ap.add_argument("--settle", action="store_true",
+                    help="before each kill, let the pool (and the mirror) catch up: faults rarer than a rebuild")
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args(argv)
+    if a.vocab == "test":
+        factory: Any = TEST_VOCAB
+        vocab = TEST_VOCAB()
+    else:
+        from factorspec.models import load_tokenizer
+        from factorspec.models.hf_vocab import vocab_for
+
+        factory = ModelVocab(a.vocab)
+        vocab = vocab_for(load_tokenizer(a.vocab))
+    specs = _specs(a.requests, a.seed)
+    ci: dict = {"vocab": vocab}
+    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, False, ci)
+    fi: dict = {"vocab": vocab}
+    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, a.settle, fi)
+    same = sum(clean[r] == faulty[r] for r in clean)
+    p50 = statistics.median(ftimes)
+    print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
+          f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
+          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']}; "
+          f"token-identical to the run without faults: {same}/{len(clean)}")
+    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills; "
+          f"run without faults {ci['run_s']:.1f} s, with "
+          f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
+          f"ms); max {1e3 * max(ftimes):.1f} ms")
+    worst = 0.0
+    for i in hit:
+        for j in (i, i + 1):
+            if j >= len(ftimes):
+                continue
+            base = ctimes[j] if j < len(ctimes) else float("nan")
+            worst = max(worst, ftimes[j] / p50)
+            print(f"  step {j:3d} ({'killed mid-step' if j == i else 'the next one'}): {1e3 * ftimes[j]:7.1f} ms = "
+                  f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults")
+    print(f"worst step hit by or right after a kill: {worst:.2f}x p50")
+    if same != len(clean):
+        raise SystemExit("tokens differ from the run without faults")
+
+
+if __name__ == "__main__":
+    main()
