@@ -36,3 +36,26 @@ def test_usable_cpus_never_exceeds_affinity_or_quota(tmp_path):
     assert usable_cpus(tmp_path) == 1
     assert 1 <= usable_cpus(tmp_path / "absent") <= len(os.sched_getaffinity(0))
 
+
+
+def test_one_thread_where_more_are_slower(monkeypatch):
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    from factorspec.models import threads
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("FACTORSPEC_TORCH_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "usable_cpus", lambda root=threads._CGROUP: 2)
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setattr(threads, "_matmul_seconds", lambda n, **kw: 1.0 if n > 1 else 0.9)
+        assert threads.configure_torch_threads() == 1  # busy CPUs: two threads lose to one
+        torch.set_num_threads(2)
+        monkeypatch.setattr(threads, "_matmul_seconds", lambda n, **kw: 0.5 if n > 1 else 1.0)
+        assert threads.configure_torch_threads() == 2
+        monkeypatch.setenv("FACTORSPEC_TORCH_THREADS", "1")
+        assert threads.configure_torch_threads() == 1
+    finally:
+        torch.set_num_threads(before)
