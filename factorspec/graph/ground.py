@@ -887,7 +887,9 @@ class Grounder:
             return _fold(E.Unary("round", x, q.ev([])))
         items = []
         for a in args:
-            items += self._items(a, env, guards, tuples=func == "all_different")
+            items += self._items(a, env, guards, tuples=func in ("all_different", "no_overlap"))
+        if func == "no_overlap":
+            return _fold(_no_overlap(items, self.err, ast))
         if func == "all_different":
             if any(isinstance(n, tuple) for _g, n in items):
                 return _fold(_distinct_tuples(items, self.err, ast))
@@ -1024,6 +1026,26 @@ def _distinct_tuples(items: list, err: Any, ast: dict) -> E.Node:
             ne = E.Not(_same(xi, xj))
             g = E.conj([x for x in (gi, gj) if x is not None])
             parts.append(ne if g is None else E.implies(g, ne))
+    return E.And(parts) if parts else E.Const(True)
+
+
+def _no_overlap(items: list, err: Any, ast: dict) -> E.Node:
+    """no_overlap((start, end), ...): every present interval [start, end) has end >= start, and
+    any two present intervals are disjoint (end_i <= start_j or end_j <= start_i; touching is
+    allowed). Grounded as those pairs, which `globals/no_overlap_recognition.py` reads back."""
+    for _g, n in items:
+        if not isinstance(n, tuple) or len(n) != 2 or any(x.kind != "num" for x in n):
+            raise err(f"items of no_overlap() are (start, end) pairs of numbers, e.g. "
+                      f"no_overlap((m[i].start, m[i].start + m[i].minutes) for i) (in {to_text(ast)})")
+    parts: list[E.Node] = []
+    for gi, (si, ei) in items:
+        ok = E.Cmp(">=", ei, si)
+        parts.append(ok if gi is None else E.implies(gi, ok))
+    for i, (gi, (si, ei)) in enumerate(items):
+        for gj, (sj, ej) in items[:i]:
+            apart = E.Or([E.Cmp("<=", ej, si), E.Cmp("<=", ei, sj)])
+            g = E.conj([x for x in (gj, gi) if x is not None])
+            parts.append(apart if g is None else E.implies(g, apart))
     return E.And(parts) if parts else E.Const(True)
 
 
