@@ -271,6 +271,7 @@ class Grounder:
         g = E.conj(_dedupe(guards))
         if g is not None:
             node = E.implies(g, node)
+        node = _prune(node)
         if isinstance(node, E.Const):
             if not node.v:
                 self.factors.append(Factor(rel, node, dict(env), []))
@@ -1070,6 +1071,27 @@ def _sum(terms: list[E.Node]) -> E.Node:
     if len(terms) == 1:
         return terms[0]
     return LinSum([(1, t) for t in terms])
+
+
+def _prune(n: E.Node) -> E.Node:
+    """A relation instance with its constant parts decided: `forall i, j: i < j implies ...`
+    grounds `i >= j` instances to `not false or ...`, always true (dropped, instead of costing a
+    factor each), and `not true or X` to X. Only whole constant disjuncts/conjuncts go."""
+    if isinstance(n, (E.Or, E.And)):
+        keep = []
+        for a in n.args:
+            a = _prune(a)
+            if not a.vars and isinstance(a, E.Const):
+                if bool(a.v) == isinstance(n, E.Or):
+                    return E.Const(isinstance(n, E.Or))  # an absorbing constant decides it
+                continue  # a neutral constant
+            keep.append(a)
+        if not keep:
+            return E.Const(isinstance(n, E.And))
+        return keep[0] if len(keep) == 1 else type(n)(keep)
+    if isinstance(n, E.Not) and not n.vars:
+        return _fold(n)
+    return n
 
 
 def _dedupe(nodes: list[E.Node]) -> list[E.Node]:

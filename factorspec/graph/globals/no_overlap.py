@@ -83,8 +83,8 @@ def edge_find(est: list[int], lct: list[int], p: list[int]) -> Optional[list[int
         suf = [0] * (m + 1)
         for q in range(m - 1, -1, -1):
             suf[q] = suf[q + 1] + p[keys[q][1]]
-        pre: list[Any] = [0] * m  # pre[q] = max over b <= q of est_b + suf[b]
-        ect = -INF
+        pre: list[int] = [0] * m  # pre[q] = max over b <= q of est_b + suf[b]
+        ect = keys[0][0] + suf[0]  # Omega is never empty here
         for q in range(m):
             ect = max(ect, keys[q][0] + suf[q])
             pre[q] = ect
@@ -173,7 +173,7 @@ class NoOverlap(Node):
                 by_value.setdefault(dmin(d), []).append(i)
             elif isinstance(d, frozenset):
                 open_.append(i)
-        for val, group in by_value.items():
+        for group in by_value.values():
             if len(group) >= 2 and not self._run(C, group):
                 return False
         # an unfixed task cannot take a resource value where it would overload the fixed tasks
@@ -184,10 +184,10 @@ class NoOverlap(Node):
                 continue
             drop = []
             for val in d:
-                group = by_value.get(val)
-                if not group:
+                fixed = by_value.get(val)
+                if not fixed:
                     continue
-                ts = [self.tasks[k] for k in group] + [self.tasks[i]]
+                ts = [self.tasks[k] for k in fixed] + [self.tasks[i]]
                 b = [bounds(t, D) for t in ts]
                 if overloaded([x[0] for x in b], [x[2] for x in b], [x[3] for x in b]):
                     drop.append(val)
