@@ -7,7 +7,8 @@ explicit all_different relations over a flat array), a meetings calendar (n meet
 slot and a room each, fixed durations and attendees drawn by seed; meetings in one room or sharing
 a person do not overlap, written as pairwise disjunctions; CP-SAT gets optional intervals and
 AddNoOverlap per room and per person) and `total == sum(a[*])` over n fixed items with a pinned
-total. `--families latin,meetings` runs a subset and keeps the other rows of the results file. The walk decides the slots in document order, taking at each slot
+total. `--families latin,meetings` runs a subset and keeps the other rows of the results file.
+The walk decides the slots in document order, taking at each slot
 the smallest feasible value; the question timed at each slot is "which values of this slot
 extend the prefix to a valid record" (`State.feasible_values` for the project's solver; one
 CP-SAT solve per candidate value, with the prefix fixed, for CP-SAT, over a model written by
