@@ -159,7 +159,12 @@ def walk(doc: dict, model_fn: Callable[[], tuple[Any, list]], slots: int, cands:
     cs = compile_spec(doc, budget=Budget(seconds=BUDGET_S))
     arr_vars = sorted((v for p, v in cs.var_of.items()), key=lambda v: v.order)[:slots]
     t0 = time.perf_counter()
-    st: Any = cs.root()
+    try:
+        st: Any = cs.root()
+    except BudgetExceeded:  # no first question to ask: the row says so
+        return {"questions": 0, "root_ms": round((time.perf_counter() - t0) * 1000, 1), "ours_p50_ms": None,
+                "ours_p99_ms": None, "cpsat_p50_ms": None, "cpsat_p99_ms": None, "ours_budget_hits": 1,
+                "cpsat_budget_hits": 0, "answers_agree": None, "note": "our root search ran past the budget"}
     root_s = time.perf_counter() - t0
     model, xs = model_fn() if HAVE_CPSAT else (None, [])
     ours: list[float] = []

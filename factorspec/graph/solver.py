@@ -60,8 +60,13 @@ class Problem:
         self.globals: list[Node] = post_globals(vars, factors)
         self.nodes: list[Node] = [f.node for f in factors] + self.globals
         self.n_factors = len(factors)
+        # factors whose propagation a global does in their place (its `covers`): they are still
+        # checked exactly at every leaf, but not re-run by each narrowing
+        self.silent: frozenset[int] = frozenset().union(*(getattr(g, "covers", ()) for g in self.globals))
         self.watch: list[list[int]] = [[] for _ in vars]
         for ci, node in enumerate(self.nodes):
+            if ci in self.silent:
+                continue
             for vid in node.vars:
                 self.watch[vid].append(ci)
         guard_watch: list[list[int]] = [[] for _ in vars]
@@ -77,6 +82,9 @@ class Problem:
         self.set_sig = [isinstance(f.node, AllDiff) and all(g is None and isinstance(n, VarRef)
                                                                for g, n in f.node.items) for f in factors]
         self.nogoods: set = set()  # keys of search nodes proven to have no solution
+        # globals that suggest the next slot to branch on (a schedule: the task that can start
+        # first); consulted once structure is decided, before document order
+        self.pickers: list[Any] = [g for g in self.globals if callable(getattr(g, "pick", None))]
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
         self.stats = Stats()
@@ -133,7 +141,7 @@ class _Search:
         p = self.p
         nodes, nf = p.nodes, p.n_factors
         if changed is None:
-            pending = list(range(len(nodes)))
+            pending = [ci for ci in range(len(nodes)) if ci not in p.silent]
         else:
             pending = sorted({ci for v in changed for ci in p.watch[v]})
         if ent:
@@ -173,11 +181,21 @@ class _Search:
         return True
 
     def _pick(self, D: list) -> Optional[int]:
+        pickers = self.p.pickers
         for vid in self.p.branch_order:
             s = dsize(D[vid])
             if s <= 1:
                 continue
             v = self.p.vars[vid]
+            if pickers and not v.structural:
+                best = None
+                for g in pickers:
+                    hint = g.pick(D)
+                    if hint is not None and (best is None or hint < best):
+                        best = hint
+                pickers = []
+                if best is not None:
+                    return best[-1]
             if v.guard is not None and as_bool(v.guard.fwd(D)) == F:
                 D[vid] = frozenset([dmin(D[vid])])  # absent slot: its value does not matter
                 continue

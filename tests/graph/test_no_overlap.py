@@ -137,9 +137,9 @@ def _records(doc: dict, style: str, dur: list[int], horizon: int, release: dict,
     return out
 
 
-def _instance(seed: int) -> tuple[str, dict, list]:
+def _instance(seed: int, style: Optional[str] = None) -> tuple[str, dict, list]:
     rnd = random.Random(seed)
-    style = STYLES[seed % len(STYLES)]
+    style = style or STYLES[seed % len(STYLES)]
     n = 3 if style in ("dur_slot", "end_gt") else rnd.choice([3, 4])
     dur = [rnd.randint(1, 3) for _ in range(n)]
     horizon = max(3, min(8, sum(dur) // 2 + rnd.randint(0, 3) if style == "rooms" else sum(dur) + rnd.randint(-1, 2)))
@@ -155,10 +155,21 @@ def _field_values(recs: list[dict], k: int, f: str, fixed: dict) -> list:
 
 @pytest.mark.parametrize("seed", range(28))
 def test_calendar_matches_brute_force(seed: int) -> None:
-    style, doc, params = _instance(seed)
+    _check_calendar(seed, *_instance(seed))
+
+
+@pytest.mark.parametrize("seed", range(100, 112))
+def test_rooms_calendar_matches_brute_force(seed: int) -> None:
+    # meetings in two rooms: the node's rules per room value and its room pruning decide here
+    _check_calendar(seed, *_instance(seed, "rooms"))
+
+
+def _check_calendar(seed: int, style: str, doc: dict, params: list) -> None:
     recs = _records(doc, style, *params)
     cs = compile_spec(doc)
     assert any(isinstance(g, NoOverlap) for g in cs.problem.globals), f"{style}: no NoOverlap posted"
+    if style not in ("function", "function_end"):  # the pairs propagate through the node only
+        assert cs.problem.silent
     if not recs:
         with pytest.raises(Unsatisfiable):
             cs.root()
@@ -182,6 +193,16 @@ def test_calendar_matches_brute_force(seed: int) -> None:
 def test_unsat_calendar_found_by_propagation() -> None:
     # three meetings of 2 in 5 slots: infeasible, and the root's propagation alone says so
     doc = _meeting_spec("table", 3, 5, [2, 2, 2], {}, {}, 2)
+    cs = compile_spec(doc)
+    with pytest.raises(Unsatisfiable):
+        cs.root()
+    assert cs.problem.stats.nodes <= 2
+
+
+def test_rooms_run_out() -> None:
+    # four meetings of 3 slots in 2 rooms within 4 slots: each pair fits (in two rooms), but at
+    # slots 1-2 every meeting runs, and two rooms cannot hold four; found without search
+    doc = _meeting_spec("rooms", 4, 4, [3, 3, 3, 3], {}, {}, 2)
     cs = compile_spec(doc)
     with pytest.raises(Unsatisfiable):
         cs.root()

@@ -140,11 +140,12 @@ class NoOverlap(Node):
     disjoint only where they share a resource value."""
 
     kind = "bool"
-    __slots__ = ("tasks", "resources")
+    __slots__ = ("tasks", "resources", "covers")
 
     def __init__(self, tasks: list[Task], resources: Optional[list[int]] = None) -> None:
         self.tasks = tasks
         self.resources = resources
+        self.covers: set[int] = set()  # indices of the pairwise factors whose propagation this node does
         vs: set[int] = set()
         for t in tasks:
             vs.add(t.s)
@@ -158,6 +159,19 @@ class NoOverlap(Node):
 
     def ev(self, A: list) -> Any:
         return 1  # implied by the pairwise factors it was recognised from; they decide exactly
+
+    def pick(self, D: Domains) -> Optional[tuple[int, int, int]]:
+        """A branching hint for the search: (est, lst, start slot) of the open task that can start
+        first (scheduling in time order finds and refutes schedules far sooner than document
+        order); None when every start is decided. Any order keeps the search complete."""
+        best = None
+        for t in self.tasks:
+            d = D[t.s]
+            if dsize(d) > 1:
+                k = (dmin(d), dmax(d), t.s)
+                if best is None or k < best:
+                    best = k
+        return best
 
     def bwd(self, C: Narrowing, target: Abstract) -> bool:
         if target != T:
@@ -176,6 +190,8 @@ class NoOverlap(Node):
         for group in by_value.values():
             if len(group) >= 2 and not self._run(C, group):
                 return False
+        if not self._rooms_suffice(D):
+            return False
         # an unfixed task cannot take a resource value where it would overload the fixed tasks
         for i in open_:
             r = self.resources[i]
@@ -189,9 +205,38 @@ class NoOverlap(Node):
                     continue
                 ts = [self.tasks[k] for k in fixed] + [self.tasks[i]]
                 b = [bounds(t, D) for t in ts]
-                if overloaded([x[0] for x in b], [x[2] for x in b], [x[3] for x in b]):
+                est, lct, p = [x[0] for x in b], [x[2] for x in b], [x[3] for x in b]
+                out = filter_bounds(est, lct, p)
+                # no room there: an overload, or a task left without a start (a wipe-out)
+                if out is None or any(e > x[1] or l_ - x[3] < e
+                                      for e, l_, x in zip(out[0], out[1], b)):
                     drop.append(val)
             if drop and not C.set(r, d - frozenset(drop)):
+                return False
+        return True
+
+    def _rooms_suffice(self, D: Domains) -> bool:
+        """The tasks that surely run at one time (compulsory parts [lst, est + dur)) need distinct
+        resource values: no more of them than the values their resources still have."""
+        assert self.resources is not None
+        parts = []
+        for t, r in zip(self.tasks, self.resources):
+            est, lst, _lct, dur = bounds(t, D)
+            if lst < est + dur:
+                parts.append((lst, est + dur, r))
+        if len(parts) < 2:
+            return True
+        for a, _b, _r in parts:  # the running set changes only at a start of a compulsory part
+            running = [r for x, y, r in parts if x <= a < y]
+            if len(running) < 2:
+                continue
+            vals: set = set()
+            for r in running:
+                d = D[r]
+                vals.update(d if isinstance(d, frozenset) else range(d[0], d[1] + 1))
+                if len(vals) >= len(running):
+                    break
+            if len(vals) < len(running):
                 return False
         return True
 

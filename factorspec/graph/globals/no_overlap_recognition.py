@@ -30,25 +30,28 @@ MAX_TASKS = 2_000  # distinct tasks considered (the clique cover is quadratic in
 def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
     """One `NoOverlap` per clique (of at least three tasks) of pairwise disjunctions."""
     clauses: list[list[Node]] = []
-    for f in factors:
-        clauses += _clauses(f.node)
+    owner_of: list[int] = []  # the factor each clause comes from
+    for fi, f in enumerate(factors):
+        cs = _clauses(f.node)
+        clauses += cs
+        owner_of += [fi] * len(cs)
     facts: list[Lin] = []  # linear facts G >= 0 that every valid record satisfies
     for c in clauses:
         if len(c) == 1:
             facts += _ineqs(c[0], vars, with_eq=True) or []
-    plain: list[tuple[tuple, tuple]] = []  # (task_i, task_j) as raw (s, ends, p)
-    cond: list[tuple[tuple, tuple, frozenset[int]]] = []
-    for c in clauses:
-        if len(c) not in (2, 3):
-            continue
-        pair = _pair(c, vars)
+    plain: list[tuple[tuple, tuple, int]] = []  # (task_i, task_j, factor) as raw (s, ends, p)
+    cond: list[tuple[tuple, tuple, frozenset[int], int]] = []
+    other = set()  # factors with a clause that is no pair (they keep propagating)
+    for c, fi in zip(clauses, owner_of):
+        pair = _pair(c, vars) if len(c) in (2, 3) else None
         if pair is None:
+            other.add(fi)
             continue
         ti, tj, res = pair
         if res is None:
-            plain.append((ti, tj))
+            plain.append((ti, tj, fi))
         else:
-            cond.append((ti, tj, res))
+            cond.append((ti, tj, res, fi))
     if not plain and not cond:
         return []
     tasks: dict[tuple, Optional[Task]] = {}
@@ -58,35 +61,55 @@ def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
             tasks[raw] = _task(raw, vars, facts)
         return tasks[raw]
 
-    out: list[Node] = []
+    out: list[NoOverlap] = []
     edges: list[tuple[Any, Any]] = []
-    for a, b in plain:
+    edge_factors: dict[frozenset, set[int]] = {}
+    for a, b, fi in plain:
         ta, tb = task(a), task(b)
         if ta is not None and tb is not None:
             edges.append((ta, tb))
-    for clique in _cliques(edges):
+            edge_factors.setdefault(frozenset((ta, tb)), set()).add(fi)
+        else:
+            other.add(fi)
+    plain_cliques = _cliques(edges)
+    for clique in plain_cliques:
         out.append(NoOverlap(list(clique)))
     # resource-conditional pairs: a task's resource is the slot common to all its pairs
     cands: dict[Task, frozenset[int]] = {}
-    typed: list[tuple[Task, Task, frozenset[int]]] = []
-    for a, b, res in cond:
+    typed: list[tuple[Task, Task, frozenset[int], int]] = []
+    for a, b, res, fi in cond:
         ta, tb = task(a), task(b)
         if ta is None or tb is None:
+            other.add(fi)
             continue
-        typed.append((ta, tb, res))
+        typed.append((ta, tb, res, fi))
         for t in (ta, tb):
             cands[t] = cands[t] & res if t in cands else res
     owner = {t: next(iter(r)) for t, r in cands.items() if len(r) == 1}
     redges = []
-    for ta, tb, res in typed:
+    for ta, tb, res, fi in typed:
         ra, rb = owner.get(ta), owner.get(tb)
         if ra is None or rb is None or frozenset((ra, rb)) != res or not _same_values(vars[ra], vars[rb]):
+            other.add(fi)
             continue
         redges.append(((ta, ra), (tb, rb)))
+        edge_factors.setdefault(frozenset(((ta, ra), (tb, rb))), set()).add(fi)
     for clique in _cliques(redges):
         if len({r for _t, r in clique}) == len(clique):
             out.append(NoOverlap([t for t, _r in clique], [r for _t, r in clique]))
-    return out
+            plain_cliques.append(clique)
+    # a factor made only of pairs inside posted cliques is propagated by them (edge-finding
+    # with one-task sets detects what its disjunction does); it still decides exactly
+    covered: dict[int, NoOverlap] = {}
+    for node, clique in zip(out, plain_cliques):
+        for x in clique:
+            for y in clique:
+                for fi in edge_factors.get(frozenset((x, y)), ()):
+                    covered.setdefault(fi, node)
+    for fi, node in covered.items():
+        if fi not in other:
+            node.covers.add(fi)
+    return list(out)
 
 
 # -- reading the factors --------------------------------------------------------------------------
