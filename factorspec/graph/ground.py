@@ -1076,15 +1076,18 @@ def _sum(terms: list[E.Node]) -> E.Node:
 def _prune(n: E.Node) -> E.Node:
     """A relation instance with its constant parts decided: `forall i, j: i < j implies ...`
     grounds `i >= j` instances to `not false or ...`, always true (dropped, instead of costing a
-    factor each), and `not true or X` to X. Only whole constant disjuncts/conjuncts go."""
+    factor each), and `not true or X` to X. Only whole constant disjuncts/conjuncts go, and an
+    absorbing one only where nothing is evaluated before it (an undefined value there would make
+    the instance false)."""
     if isinstance(n, (E.Or, E.And)):
         keep = []
         for a in n.args:
             a = _prune(a)
             if not a.vars and isinstance(a, E.Const):
-                if bool(a.v) == isinstance(n, E.Or):
-                    return E.Const(isinstance(n, E.Or))  # an absorbing constant decides it
-                continue  # a neutral constant
+                if bool(a.v) != isinstance(n, E.Or):
+                    continue  # a neutral constant
+                if not keep:  # an absorbing constant before any other part decides it (`ev`
+                    return E.Const(isinstance(n, E.Or))  # stops there too, as `or` does)
             keep.append(a)
         if not keep:
             return E.Const(isinstance(n, E.And))

@@ -202,21 +202,18 @@ class _Search:
             return vid  # structure first, then slots in document order
         return None
 
-    def _key(self, D: list, ent: Optional[set] = None) -> tuple:
+    def _key(self, D: list) -> tuple:
         """What the rest of the search depends on: the open variables' domains, and for each factor
         that mixes assigned and open variables the assigned values (as a set for all_different).
-        Two search nodes with equal keys have the same solutions on the open variables. Factors in
-        `ent` (entailed: true for every completion) constrain no open variable and are left out;
-        a factor left out at one node and not at another makes the keys differ, so no two nodes
-        share a key wrongly."""
+        Two search nodes with equal keys have the same solutions on the open variables. (Entailed
+        factors cannot be left out: `fwd` is sound for defined values only, so a factor it calls
+        true may still be false on an undefined one, which only the leaf check sees.)"""
         p = self.p
         size = dsize
         open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
         A = [dmin(d) if size(d) == 1 else None for d in D]
         sigs: list[tuple[int, Any]] = []
         for ci, vs in enumerate(p.fvars):
-            if ent and ci in ent:
-                continue
             fixed = [v for v in vs if size(D[v]) == 1]
             if not fixed:
                 continue
@@ -282,7 +279,7 @@ class _Search:
         vid = self._pick(D)
         if vid is None:
             return [dmin(d) for d in D] if self._exact(D) else None
-        key = self._key(D, ent)
+        key = self._key(D)
         if key in self.p.nogoods:
             return None
         for b in self._branches(D[vid]):
@@ -313,7 +310,7 @@ class _Search:
             if on_solution:
                 on_solution([dmin(d) for d in D])
             return 1
-        key = self._key(D, ent)
+        key = self._key(D)
         if key in self.p.nogoods:
             return 0
         total = 0
