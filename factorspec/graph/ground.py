@@ -1080,7 +1080,7 @@ def _prune(n: E.Node) -> E.Node:
     absorbing one only where nothing is evaluated before it (an undefined value there would make
     the instance false)."""
     if isinstance(n, (E.Or, E.And)):
-        keep = []
+        keep: list[E.Node] = []
         for a in n.args:
             a = _prune(a)
             if not a.vars and isinstance(a, E.Const):
