@@ -82,6 +82,7 @@ class Problem:
         self.set_sig = [isinstance(f.node, AllDiff) and all(g is None and isinstance(n, VarRef)
                                                                for g, n in f.node.items) for f in factors]
         self.nogoods: set = set()  # keys of search nodes proven to have no solution
+        self.decided: dict[tuple, bool] = {}  # (factor, its variables' values) -> whether it holds
         # globals that suggest the next slot to branch on (a schedule: the task that can start
         # first); consulted once structure is decided, before document order
         self.pickers: list[Any] = [g for g in self.globals if callable(getattr(g, "pick", None))]
@@ -210,20 +211,30 @@ class _Search:
         true may still be false on an undefined one, which only the leaf check sees.)"""
         p = self.p
         size = dsize
-        open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
-        A = [dmin(d) if size(d) == 1 else None for d in D]
+        fx = [size(d) == 1 for d in D]
+        open_ = tuple((i, d) for i, d in enumerate(D) if not fx[i])
+        A = [dmin(d) if f else None for d, f in zip(D, fx)]
         sigs: list[tuple[int, Any]] = []
+        decided = p.decided
+        if len(decided) > 200_000:
+            decided.clear()
         for ci, vs in enumerate(p.fvars):
-            fixed = [v for v in vs if size(D[v]) == 1]
+            fixed = [v for v in vs if fx[v]]
             if not fixed:
                 continue
             if len(fixed) == len(vs):
-                # decided exactly (not by the interval view, which is only an over-approximation)
-                try:
-                    if p.factors[ci].node.ev(A):
-                        continue
-                except (TypeError, ZeroDivisionError):
-                    pass
+                # decided exactly (not by the interval view, which is only an over-approximation);
+                # `ev` reads only the factor's own variables, so its answer is kept by their values
+                dkey = (ci, tuple(A[v] for v in vs))
+                holds = decided.get(dkey)
+                if holds is None:
+                    try:
+                        holds = bool(p.factors[ci].node.ev(A))
+                    except (TypeError, ZeroDivisionError):
+                        holds = False
+                    decided[dkey] = holds
+                if holds:
+                    continue
                 sigs.append((ci, tuple(D[v] for v in fixed)))
             elif p.set_sig[ci]:
                 sigs.append((ci, frozenset(D[v] for v in fixed)))
