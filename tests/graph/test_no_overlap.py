@@ -229,3 +229,39 @@ def test_negative_durations_not_recognised() -> None:
     doc["x-factorspec"]["relations"][0] = "forall i: m[i].end >= m[i].start - 2"
     cs = compile_spec(doc)
     assert not any(isinstance(g, NoOverlap) for g in cs.problem.globals)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lookup_durations_match_brute_force(seed: int) -> None:
+    # the duration is a table lookup by the meeting's title (`end - start == dur[title]`): the
+    # least duration the node may assume is the table's least value
+    rnd = random.Random(seed)
+    horizon = rnd.randint(5, 8)
+    dur = {t: rnd.randint(1, 3) for t in ("a", "b", "c")}
+    item = {"type": "object", "properties": {"title": {"enum": ["a", "b", "c"]},
+            "start": {"type": "integer", "minimum": 0, "maximum": horizon},
+            "end": {"type": "integer", "minimum": 0, "maximum": horizon}}, "required": ["title", "start", "end"]}
+    doc = {"type": "object", "properties": {"m": {"type": "array", "minItems": 3, "maxItems": 3, "items": item}},
+           "required": ["m"], "x-factorspec": {"tables": {"dur": dur}, "relations": [
+               "forall i: m[i].end - m[i].start == dur[m[i].title]",
+               "forall i, j: i < j implies (m[i].end <= m[j].start or m[j].end <= m[i].start)",
+               f"m[{rnd.randint(0, 2)}].start >= {rnd.randint(0, 3)}"]}}
+    cs = compile_spec(doc)
+    assert any(isinstance(g, NoOverlap) for g in cs.problem.globals)
+    per_item = [{"title": t, "start": s, "end": s + d} for t, d in dur.items() for s in range(horizon + 1 - d)]
+    recs = [r for combo in itertools.product(per_item, repeat=3) if not cs.check(r := {"m": list(combo)})]
+    if not recs:
+        with pytest.raises(Unsatisfiable):
+            cs.root()
+        return
+    st_: Any = cs.root()
+    assert cs.count() == len(recs)
+    fixed: dict = {}
+    for k in range(3):
+        for f in ("title", "start", "end"):
+            var = cs.var_of[("m", k, f)]
+            got = sorted((var.value(x) for x in st_.feasible_values(var.id)), key=repr)
+            assert got == _field_values(recs, k, f, fixed), (k, f, fixed)
+            val = rnd.choice(got)
+            fixed[(k, f)] = val
+            st_ = st_.assign(var.id, next(x for x in st_.feasible_values(var.id) if var.value(x) == val))

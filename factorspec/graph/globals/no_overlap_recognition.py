@@ -14,6 +14,8 @@ the initial bounds), else the pair is left to the factors. Structure only, never
 """
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
 from factorspec.graph.expr import And, Cmp, Node, Or, Var, VarRef
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from factorspec.graph.ground import Factor
 
 Lin = tuple[dict[int, int], int]  # sum(coef * var) + const, read as `>= 0`
+# sum(coef * var) + const + sum(coef * lookup), read as `>= 0`; a lookup as (coef, least, most value)
+Fact = tuple[dict[int, int], Any, list[tuple[int, Any, Any]]]
 MAX_TASKS = 2_000  # distinct tasks considered (the clique cover is quadratic in them)
 
 
@@ -35,10 +39,10 @@ def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
         cs = _clauses(f.node)
         clauses += cs
         owner_of += [fi] * len(cs)
-    facts: list[Lin] = []  # linear facts G >= 0 that every valid record satisfies
+    facts: list[Fact] = []  # linear facts G >= 0 that every valid record satisfies
     for c in clauses:
         if len(c) == 1:
-            facts += _ineqs(c[0], vars, with_eq=True) or []
+            facts += _facts(c[0], vars)
     plain: list[tuple[tuple, tuple, int]] = []  # (task_i, task_j, factor) as raw (s, ends, p)
     cond: list[tuple[tuple, tuple, frozenset[int], int]] = []
     other = set()  # factors with a clause that is no pair (they keep propagating)
@@ -191,6 +195,41 @@ def _ineqs(n: Node, vars: list[Var], with_eq: bool = False) -> Optional[list[Lin
     return [d, neg]
 
 
+def _facts(n: Node, vars: list[Var]) -> list[Fact]:
+    """The linear facts G >= 0 that the comparison `n` says, table lookups kept by their bounds
+    (`end - start == dur[title]`: the least duration is the table's least value)."""
+    if not isinstance(n, Cmp) or n.op not in ("<", "<=", ">", ">=", "=="):
+        return []
+    fa, fb = linear_form(n.a), linear_form(n.b)
+    if fa is None or fb is None:
+        return []
+    vs, c, ls = add(fa, scale(fb, -1))  # a - b
+    coefs: dict[int, int] = {}
+    for v, k in vs.items():
+        ki = as_int(k)
+        if ki is None or vars[v].guard is not None:
+            return []
+        coefs[v] = ki
+    looks = []
+    for k, look in ls:
+        ki = as_int(k)
+        vals = list(look.table.values())
+        if ki is None or not vals or any(isinstance(x, bool) or not isinstance(x, (int, Fraction)) for x in vals):
+            return []
+        looks.append((ki, min(vals), max(vals)))
+    d: Fact = (coefs, c, looks)
+    neg: Fact = ({v: -k for v, k in coefs.items()}, -c, [(-k, lo, hi) for k, lo, hi in looks])  # b - a
+    if n.op == "<=":
+        return [neg]
+    if n.op == "<":
+        return [(neg[0], neg[1] - 1, neg[2])]
+    if n.op == ">=":
+        return [d]
+    if n.op == ">":
+        return [(d[0], d[1] - 1, d[2])]
+    return [d, neg]
+
+
 def _pair(lits: list[Node], vars: list[Var]) -> Optional[tuple[tuple, tuple, Optional[frozenset[int]]]]:
     """(task i, task j, resource slots or None) when the clause is `i before j or j before i`
     (or `r_i != r_j or ...`)."""
@@ -225,20 +264,22 @@ def _pair(lits: list[Node], vars: list[Var]) -> Optional[tuple[tuple, tuple, Opt
     return (si, ends_i, pi), (sj, ends_j, pj), res
 
 
-def _task(raw: tuple, vars: list[Var], facts: list[Lin]) -> Optional[Task]:
+def _task(raw: tuple, vars: list[Var], facts: list[Fact]) -> Optional[Task]:
     """The task (s, ends, p), with a proven least duration >= 0; None if none is known."""
     s, ends, p = raw
     if s in ends:
         lo = p + sum(vars[v].lo for v in ends if v != s)
         return Task(s, ends, p, max(lo, 0)) if lo >= 0 else None
     best = p + sum(vars[v].lo for v in ends) - vars[s].hi  # from the initial bounds
-    for coefs, c in facts:
+    for coefs, c, looks in facts:
         if coefs.get(s) != -1 or any(coefs.get(v) != 1 for v in ends):
             continue
-        # sum(ends) - s + R + c >= 0  ->  end - start >= p - c - max(R)
+        # sum(ends) - s + R + c >= 0  ->  end - start >= p - c - max(R), R: the other slots
+        # (by their initial bounds) and the lookups (by their tables' values)
         rest = {v: k for v, k in coefs.items() if v != s and v not in ends}
         max_r = sum(k * (vars[v].hi if k > 0 else vars[v].lo) for v, k in rest.items())
-        best = max(best, p - c - max_r)
+        max_r += sum(k * (hi if k > 0 else lo) for k, lo, hi in looks)
+        best = max(best, math.ceil(p - c - max_r))  # end - start is an integer
     return Task(s, ends, p, best) if best >= 0 else None
 
 
