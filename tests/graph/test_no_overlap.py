@@ -231,24 +231,27 @@ def test_negative_durations_not_recognised() -> None:
     assert not any(isinstance(g, NoOverlap) for g in cs.problem.globals)
 
 
+@pytest.mark.parametrize("step", [1, 15])
 @pytest.mark.parametrize("seed", range(6))
-def test_lookup_durations_match_brute_force(seed: int) -> None:
+def test_lookup_durations_match_brute_force(seed: int, step: int) -> None:
     # the duration is a table lookup by the meeting's title (`end - start == dur[title]`): the
-    # least duration the node may assume is the table's least value
+    # least duration the node may assume is the table's least value; with step 15 the times are
+    # minutes in multiples of 15 (the node reasons on values, narrows internal units exactly)
     rnd = random.Random(seed)
     horizon = rnd.randint(5, 8)
     dur = {t: rnd.randint(1, 3) for t in ("a", "b", "c")}
-    item = {"type": "object", "properties": {"title": {"enum": ["a", "b", "c"]},
-            "start": {"type": "integer", "minimum": 0, "maximum": horizon},
-            "end": {"type": "integer", "minimum": 0, "maximum": horizon}}, "required": ["title", "start", "end"]}
+    t_ = {"type": "integer", "minimum": 0, "maximum": horizon * step} | ({"multipleOf": step} if step > 1 else {})
+    item = {"type": "object", "properties": {"title": {"enum": ["a", "b", "c"]}, "start": t_, "end": t_},
+            "required": ["title", "start", "end"]}
     doc = {"type": "object", "properties": {"m": {"type": "array", "minItems": 3, "maxItems": 3, "items": item}},
-           "required": ["m"], "x-factorspec": {"tables": {"dur": dur}, "relations": [
+           "required": ["m"], "x-factorspec": {"tables": {"dur": {t: d * step for t, d in dur.items()}}, "relations": [
                "forall i: m[i].end - m[i].start == dur[m[i].title]",
                "forall i, j: i < j implies (m[i].end <= m[j].start or m[j].end <= m[i].start)",
-               f"m[{rnd.randint(0, 2)}].start >= {rnd.randint(0, 3)}"]}}
+               f"m[{rnd.randint(0, 2)}].start >= {rnd.randint(0, 3) * step}"]}}
     cs = compile_spec(doc)
     assert any(isinstance(g, NoOverlap) for g in cs.problem.globals)
-    per_item = [{"title": t, "start": s, "end": s + d} for t, d in dur.items() for s in range(horizon + 1 - d)]
+    per_item = [{"title": t, "start": s * step, "end": (s + d) * step} for t, d in dur.items()
+                for s in range(horizon + 1 - d)]
     recs = [r for combo in itertools.product(per_item, repeat=3) if not cs.check(r := {"m": list(combo)})]
     if not recs:
         with pytest.raises(Unsatisfiable):

@@ -14,12 +14,14 @@ of them says so. This node reasons on the whole set, on integer bounds:
     value is removed from an unfixed task's resource when adding the task there overloads it.
 Every rule only removes values that no solution has (durations are lower bounds, windows are the
 current bounds); the node is implied, so `ev` is always true and the pairwise factors still
-decide exactly. Integers only (plain integer slots, step 1; exact ints, never floats).
+decide exactly. Integers only (integer slots with an integer step, e.g. minutes in multiples of
+15; exact ints and Fractions for the bounds, never floats).
 """
 from __future__ import annotations
 
 from bisect import bisect_left, insort
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Optional
 
 from factorspec.graph.domain import Domains, Narrowing, dclip, dmax, dmin, dsize
@@ -40,25 +42,36 @@ class Task:
     ends: tuple[int, ...]
     p: int
     pmin: int = 0
+    steps: tuple[tuple[int, int], ...] = ()  # (slot, step) where a slot's value is step * internal
+
+    def step(self, vid: int) -> int:
+        for v, k in self.steps:
+            if v == vid:
+                return k
+        return 1
 
 
 def bounds(t: Task, D: Domains) -> tuple[int, int, int, int]:
-    """(est, lst, lct, dur) of task t under D: earliest/latest start, latest end, least duration."""
+    """(est, lst, lct, dur) of task t under D: earliest/latest start, latest end, least duration
+    (values: internal ints times the slot's step)."""
     ds = D[t.s]
-    est, lst = dmin(ds), dmax(ds)
+    k = t.step(t.s)
+    est, lst = dmin(ds) * k, dmax(ds) * k
     if t.s in t.ends:
         lo = hi = 0
         for v in t.ends:
             if v != t.s:
                 d = D[v]
-                lo += dmin(d)
-                hi += dmax(d)
+                k = t.step(v)
+                lo += dmin(d) * k
+                hi += dmax(d) * k
         return est, lst, lst + hi + t.p, max(0, lo + t.p)
     lo = hi = 0
     for v in t.ends:
         d = D[v]
-        lo += dmin(d)
-        hi += dmax(d)
+        k = t.step(v)
+        lo += dmin(d) * k
+        hi += dmax(d) * k
     return est, lst, hi + t.p, max(t.pmin, lo + t.p - lst, 0)
 
 
@@ -168,7 +181,7 @@ class NoOverlap(Node):
         for t in self.tasks:
             d = D[t.s]
             if dsize(d) > 1:
-                k = (dmin(d), dmax(d), t.s)
+                k = (dmin(d) * t.step(t.s), dmax(d) * t.step(t.s), t.s)
                 if best is None or k < best:
                     best = k
         return best
@@ -255,7 +268,7 @@ class NoOverlap(Node):
             for t, (e0, _lst, l0, dur), e1, l1 in zip(tasks, b, ne, nl):
                 if e1 > e0:
                     changed = True
-                    if not _narrow(C, t.s, e1, INF):
+                    if not _narrow(C, t.s, e1, INF, t.step(t.s)):
                         return False
                 if l1 < l0:
                     changed = True
@@ -270,18 +283,22 @@ class NoOverlap(Node):
         """Narrow so that task t ends by L: each end slot by L minus the others' least values, and
         a start of its own by L minus the least duration."""
         D = C.D
-        lo = {v: dmin(D[v]) for v in t.ends}
+        lo = {v: dmin(D[v]) * t.step(v) for v in t.ends}
         total = sum(lo.values())
         for v in t.ends:
-            if not _narrow(C, v, -INF, L - t.p - (total - lo[v])):
+            if not _narrow(C, v, -INF, L - t.p - (total - lo[v]), t.step(v)):
                 return False
         if t.s not in t.ends:
-            return _narrow(C, t.s, -INF, L - dur)
+            return _narrow(C, t.s, -INF, L - dur, t.step(t.s))
         return True
 
 
-def _narrow(C: Narrowing, vid: int, lo: Any, hi: Any) -> bool:
+def _narrow(C: Narrowing, vid: int, lo: Any, hi: Any, step: int = 1) -> bool:
+    """Narrow slot `vid` to values in [lo, hi] (its internal ints: the bounds over its step, exact)."""
     d = C.D[vid]
+    if step != 1:
+        lo = lo if lo == -INF else Fraction(lo, step)
+        hi = hi if hi == INF else Fraction(hi, step)
     nd = dclip(d, lo, hi)
     if dsize(nd) == dsize(d):
         return True

@@ -18,8 +18,8 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
-from factorspec.graph.expr import And, Cmp, Node, Or, Var, VarRef
-from factorspec.graph.globals.linear import add, as_int, linear_form, scale
+from factorspec.graph.expr import And, Arith, Cmp, Const, Lookup, Node, Or, Unary, Var, VarRef
+from factorspec.graph.globals.linear import LinearForm, LinSum, add, as_int, scale
 from factorspec.graph.globals.no_overlap import NoOverlap, Task
 
 if TYPE_CHECKING:
@@ -117,6 +117,43 @@ def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
 
 
 # -- reading the factors --------------------------------------------------------------------------
+def _step(v: Var) -> Optional[int]:
+    """The integer step of a plain number slot (its value is step * internal), else None."""
+    if v.values is not None or v.kind != "num":
+        return None
+    return as_int(v.step)
+
+
+def _vform(n: Node) -> Optional[LinearForm]:
+    """`n` as a linear form over slot *values* (as `linear.linear_form`, which reads step-1 slots
+    only; here a slot of any integer step counts by its value: minutes in multiples of 15)."""
+    if isinstance(n, Const):
+        return ({}, n.v, []) if n.kind == "num" else None
+    if isinstance(n, VarRef):
+        return ({n.var.id: 1}, 0, []) if _step(n.var) is not None else None
+    if isinstance(n, Lookup):
+        if n.kind != "num" or not isinstance(n.key, VarRef) or n.key.var.values is None:
+            return None
+        return {}, 0, [(1, n)]
+    if isinstance(n, Unary) and n.op == "neg":
+        a = _vform(n.a)
+        return None if a is None else scale(a, -1)
+    if isinstance(n, LinSum):
+        out: Optional[LinearForm] = ({}, n.const, [])
+        for c, t in n.terms:
+            f = _vform(t)
+            if f is None or out is None:
+                return None
+            out = add(out, scale(f, c))
+        return out
+    if isinstance(n, Arith) and n.op in ("+", "-"):
+        a, b = _vform(n.a), _vform(n.b)
+        if a is None or b is None:
+            return None
+        return add(a, b if n.op == "+" else scale(b, -1))
+    return None
+
+
 def _const(n: Node) -> Optional[bool]:
     if n.vars:
         return None
@@ -158,7 +195,7 @@ def _clauses(n: Node) -> list[list[Node]]:
 
 
 def _lin(n: Node, vars: list[Var]) -> Optional[Lin]:
-    f = linear_form(n)
+    f = _vform(n)
     if f is None or f[2]:
         return None
     vs, c, _ = f
@@ -200,7 +237,7 @@ def _facts(n: Node, vars: list[Var]) -> list[Fact]:
     (`end - start == dur[title]`: the least duration is the table's least value)."""
     if not isinstance(n, Cmp) or n.op not in ("<", "<=", ">", ">=", "=="):
         return []
-    fa, fb = linear_form(n.a), linear_form(n.b)
+    fa, fb = _vform(n.a), _vform(n.b)
     if fa is None or fb is None:
         return []
     vs, c, ls = add(fa, scale(fb, -1))  # a - b
@@ -267,20 +304,29 @@ def _pair(lits: list[Node], vars: list[Var]) -> Optional[tuple[tuple, tuple, Opt
 def _task(raw: tuple, vars: list[Var], facts: list[Fact]) -> Optional[Task]:
     """The task (s, ends, p), with a proven least duration >= 0; None if none is known."""
     s, ends, p = raw
+    step = {v: _step(vars[v]) or 1 for v in (s, *ends)}  # values = step * internal (checked by _lin)
+    steps = tuple(sorted((v, k) for v, k in step.items() if k != 1))
+    lo_, hi_ = {v: vars[v].lo * step[v] for v in step}, {v: vars[v].hi * step[v] for v in step}
     if s in ends:
-        lo = p + sum(vars[v].lo for v in ends if v != s)
-        return Task(s, ends, p, max(lo, 0)) if lo >= 0 else None
-    best = p + sum(vars[v].lo for v in ends) - vars[s].hi  # from the initial bounds
+        lo = p + sum(lo_[v] for v in ends if v != s)
+        return Task(s, ends, p, max(lo, 0), steps) if lo >= 0 else None
+    best = p + sum(lo_[v] for v in ends) - hi_[s]  # from the initial bounds
     for coefs, c, looks in facts:
         if coefs.get(s) != -1 or any(coefs.get(v) != 1 for v in ends):
             continue
         # sum(ends) - s + R + c >= 0  ->  end - start >= p - c - max(R), R: the other slots
         # (by their initial bounds) and the lookups (by their tables' values)
         rest = {v: k for v, k in coefs.items() if v != s and v not in ends}
-        max_r = sum(k * (vars[v].hi if k > 0 else vars[v].lo) for v, k in rest.items())
-        max_r += sum(k * (hi if k > 0 else lo) for k, lo, hi in looks)
-        best = max(best, math.ceil(p - c - max_r))  # end - start is an integer
-    return Task(s, ends, p, best) if best >= 0 else None
+        max_r = 0
+        for v, k in rest.items():
+            sv = _step(vars[v])
+            if sv is None:
+                break
+            max_r += k * sv * (vars[v].hi if k * sv > 0 else vars[v].lo)
+        else:
+            max_r += sum(k * (hi if k > 0 else lo) for k, lo, hi in looks)
+            best = max(best, math.ceil(p - c - max_r))  # end - start is an integer
+    return Task(s, ends, p, best, steps) if best >= 0 else None
 
 
 def _same_values(a: Var, b: Var) -> bool:
