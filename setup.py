@@ -16,6 +16,9 @@ setup(
         "tokenizers": ["transformers>=5.16.1,<5.20", "xgrammar==0.2.7", "gguf", "sentencepiece"],
         "test": ["pytest", "hypothesis", "pytest-benchmark"],
         "bench": ["matplotlib"],
+        # OR-tools CP-SAT, the comparison column of microbench/solver_families.py (not a runtime
+        # dependency: the core decides every question itself)
+        "solver": ["ortools==9.15.6755"],
         # the architecture contract and the core's lint and types (.ci/run)
         "lint": ["import-linter", "ruff", "mypy"],
         # the embedded default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, Apache-2.0 upstream),

@@ -275,6 +275,7 @@ class Grounder:
         g = E.conj(_dedupe(guards))
         if g is not None:
             node = E.implies(g, node)
+        node = _prune(node)
         if isinstance(node, E.Const):
             if not node.v:
                 self.factors.append(Factor(rel, node, dict(env), []))
@@ -899,7 +900,9 @@ class Grounder:
             return _fold(E.Unary("round", x, q.ev([])))
         items = []
         for a in args:
-            items += self._items(a, env, guards, tuples=func == "all_different")
+            items += self._items(a, env, guards, tuples=func in ("all_different", "no_overlap"))
+        if func == "no_overlap":
+            return _fold(_no_overlap(items, self.err, ast))
         if func == "all_different":
             if any(isinstance(n, tuple) for _g, n in items):
                 return _fold(_distinct_tuples(items, self.err, ast))
@@ -1039,6 +1042,26 @@ def _distinct_tuples(items: list, err: Any, ast: dict) -> E.Node:
     return E.And(parts) if parts else E.Const(True)
 
 
+def _no_overlap(items: list, err: Any, ast: dict) -> E.Node:
+    """no_overlap((start, end), ...): every present interval [start, end) has end >= start, and
+    any two present intervals are disjoint (end_i <= start_j or end_j <= start_i; touching is
+    allowed). Grounded as those pairs, which `globals/no_overlap_recognition.py` reads back."""
+    for _g, n in items:
+        if not isinstance(n, tuple) or len(n) != 2 or any(x.kind != "num" for x in n):
+            raise err(f"items of no_overlap() are (start, end) pairs of numbers, e.g. "
+                      f"no_overlap((m[i].start, m[i].start + m[i].minutes) for i) (in {to_text(ast)})")
+    parts: list[E.Node] = []
+    for gi, (si, ei) in items:
+        ok = E.Cmp(">=", ei, si)
+        parts.append(ok if gi is None else E.implies(gi, ok))
+    for i, (gi, (si, ei)) in enumerate(items):
+        for gj, (sj, ej) in items[:i]:
+            apart = E.Or([E.Cmp("<=", ej, si), E.Cmp("<=", ei, sj)])
+            g = E.conj([x for x in (gj, gi) if x is not None])
+            parts.append(apart if g is None else E.implies(g, apart))
+    return E.And(parts) if parts else E.Const(True)
+
+
 def _distinct_count(items: list) -> E.Node:
     """len(set(...)): the present items whose value no earlier present item has."""
     terms: list[E.Node] = []
@@ -1060,6 +1083,30 @@ def _sum(terms: list[E.Node]) -> E.Node:
     if len(terms) == 1:
         return terms[0]
     return LinSum([(1, t) for t in terms])
+
+
+def _prune(n: E.Node) -> E.Node:
+    """A relation instance with its constant parts decided: `forall i, j: i < j implies ...`
+    grounds `i >= j` instances to `not false or ...`, always true (dropped, instead of costing a
+    factor each), and `not true or X` to X. Only whole constant disjuncts/conjuncts go, and an
+    absorbing one only where nothing is evaluated before it (an undefined value there would make
+    the instance false)."""
+    if isinstance(n, (E.Or, E.And)):
+        keep: list[E.Node] = []
+        for a in n.args:
+            a = _prune(a)
+            if not a.vars and isinstance(a, E.Const):
+                if bool(a.v) != isinstance(n, E.Or):
+                    continue  # a neutral constant
+                if not keep:  # an absorbing constant before any other part decides it (`ev`
+                    return E.Const(isinstance(n, E.Or))  # stops there too, as `or` does)
+            keep.append(a)
+        if not keep:
+            return E.Const(isinstance(n, E.And))
+        return keep[0] if len(keep) == 1 else type(n)(keep)
+    if isinstance(n, E.Not) and not n.vars:
+        return _fold(n)
+    return n
 
 
 def _dedupe(nodes: list[E.Node]) -> list[E.Node]:

@@ -17,7 +17,7 @@ Ast = dict[str, Any]
 
 CMP_OPS = ("==", "!=", "<=", ">=", "<", ">")
 FUNCS = ("sum", "count", "min", "max", "all_different", "len", "first", "last", "abs", "round",
-         "has", "present", "set")
+         "has", "present", "set", "no_overlap")
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:

@@ -60,8 +60,13 @@ class Problem:
         self.globals: list[Node] = post_globals(vars, factors)
         self.nodes: list[Node] = [f.node for f in factors] + self.globals
         self.n_factors = len(factors)
+        # factors whose propagation a global does in their place (its `covers`): they are still
+        # checked exactly at every leaf, but not re-run by each narrowing
+        self.silent: frozenset[int] = frozenset().union(*(getattr(g, "covers", ()) for g in self.globals))
         self.watch: list[list[int]] = [[] for _ in vars]
         for ci, node in enumerate(self.nodes):
+            if ci in self.silent:
+                continue
             for vid in node.vars:
                 self.watch[vid].append(ci)
         guard_watch: list[list[int]] = [[] for _ in vars]
@@ -77,6 +82,10 @@ class Problem:
         self.set_sig = [isinstance(f.node, AllDiff) and all(g is None and isinstance(n, VarRef)
                                                                for g, n in f.node.items) for f in factors]
         self.nogoods: set = set()  # keys of search nodes proven to have no solution
+        self.decided: dict[tuple, bool] = {}  # (factor, its variables' values) -> whether it holds
+        # globals that suggest the next slot to branch on (a schedule: the task that can start
+        # first); consulted once structure is decided, before document order
+        self.pickers: list[Any] = [g for g in self.globals if callable(getattr(g, "pick", None))]
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
         self.stats = Stats()
@@ -133,7 +142,7 @@ class _Search:
         p = self.p
         nodes, nf = p.nodes, p.n_factors
         if changed is None:
-            pending = list(range(len(nodes)))
+            pending = [ci for ci in range(len(nodes)) if ci not in p.silent]
         else:
             pending = sorted({ci for v in changed for ci in p.watch[v]})
         if ent:
@@ -173,11 +182,21 @@ class _Search:
         return True
 
     def _pick(self, D: list) -> Optional[int]:
+        pickers = self.p.pickers
         for vid in self.p.branch_order:
             s = dsize(D[vid])
             if s <= 1:
                 continue
             v = self.p.vars[vid]
+            if pickers and not v.structural:
+                best = None
+                for g in pickers:
+                    hint = g.pick(D)
+                    if hint is not None and (best is None or hint < best):
+                        best = hint
+                pickers = []
+                if best is not None:
+                    return best[-1]
             if v.guard is not None and as_bool(v.guard.fwd(D)) == F:
                 D[vid] = frozenset([dmin(D[vid])])  # absent slot: its value does not matter
                 continue
@@ -187,23 +206,35 @@ class _Search:
     def _key(self, D: list) -> tuple:
         """What the rest of the search depends on: the open variables' domains, and for each factor
         that mixes assigned and open variables the assigned values (as a set for all_different).
-        Two search nodes with equal keys have the same solutions on the open variables."""
+        Two search nodes with equal keys have the same solutions on the open variables. (Entailed
+        factors cannot be left out: `fwd` is sound for defined values only, so a factor it calls
+        true may still be false on an undefined one, which only the leaf check sees.)"""
         p = self.p
         size = dsize
-        open_ = tuple((i, d) for i, d in enumerate(D) if size(d) > 1)
-        A = [dmin(d) if size(d) == 1 else None for d in D]
+        fx = [size(d) == 1 for d in D]
+        open_ = tuple((i, d) for i, d in enumerate(D) if not fx[i])
+        A = [dmin(d) if f else None for d, f in zip(D, fx)]
         sigs: list[tuple[int, Any]] = []
+        decided = p.decided
+        if len(decided) > 200_000:
+            decided.clear()
         for ci, vs in enumerate(p.fvars):
-            fixed = [v for v in vs if size(D[v]) == 1]
+            fixed = [v for v in vs if fx[v]]
             if not fixed:
                 continue
             if len(fixed) == len(vs):
-                # decided exactly (not by the interval view, which is only an over-approximation)
-                try:
-                    if p.factors[ci].node.ev(A):
-                        continue
-                except (TypeError, ZeroDivisionError):
-                    pass
+                # decided exactly (not by the interval view, which is only an over-approximation);
+                # `ev` reads only the factor's own variables, so its answer is kept by their values
+                dkey = (ci, tuple(A[v] for v in vs))
+                holds = decided.get(dkey)
+                if holds is None:
+                    try:
+                        holds = bool(p.factors[ci].node.ev(A))
+                    except (TypeError, ZeroDivisionError):
+                        holds = False
+                    decided[dkey] = holds
+                if holds:
+                    continue
                 sigs.append((ci, tuple(D[v] for v in fixed)))
             elif p.set_sig[ci]:
                 sigs.append((ci, frozenset(D[v] for v in fixed)))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from factorspec.graph.expr import Node, Var
-from factorspec.graph.globals import sequence_recognition
+from factorspec.graph.globals import no_overlap_recognition, sequence_recognition
 
 if TYPE_CHECKING:
     from factorspec.graph.ground import Factor
@@ -23,6 +23,7 @@ Recogniser = Callable[[list[Var], list["Factor"]], list[Node]]
 
 RECOGNISERS: tuple[tuple[str, Recogniser], ...] = (
     ("sequence", sequence_recognition.recognise),
+    ("no_overlap", no_overlap_recognition.recognise),
 )
 
 
