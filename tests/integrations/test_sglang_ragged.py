@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -174,40 +172,16 @@ def test_packed_verify_forward_runs_only_real_nodes(smol_backend):
 
 
 # -- SGLang's real scheduler ----------------------------------------------------------------------
-def _problems():
-    from benchmarks.natural_plan import generate, parse_instance
-
-    return [parse_instance(f"synthetic_{n}_0_0", generate(n, 0, 1)[0]) for n in (3, 4, 5)]
-
-
-def _engine_run(model_dir, mode, stats_dir):
-    from benchmarks.natural_plan import json_prompt, to_spec
-    from factorspec.integrations.sglang.cpu import cpu_engine
-
-    probs = _problems()
-    stats = os.path.join(stats_dir, f"{mode}.jsonl")
-    t0 = time.time()
-    eng = cpu_engine(model_dir, drafter=mode != "none", ragged=mode == "ragged", draft_tokens=16,
-                     stats_path=stats if mode != "none" else None, log_level="error")
-    t1 = time.time()
-    try:
-        outs = eng.generate(prompt=[json_prompt(p) for p in probs], sampling_params=[
-            {"temperature": 0, "max_new_tokens": 256, "json_schema": json.dumps(to_spec(p))} for p in probs])
-    finally:
-        eng.shutdown()
-    steps = [json.loads(x) for x in Path(stats).read_text().splitlines()] if mode != "none" else []
-    return {"outs": outs, "steps": steps, "probs": probs, "start_s": t1 - t0, "gen_s": time.time() - t1}
-
-
 @pytest.fixture(scope="module")
 def engine_runs():
     if os.environ.get("FACTORSPEC_RUN_SLOW", "0") in ("", "0"):
         pytest.skip("slow: three SGLang engine starts (FACTORSPEC_RUN_SLOW=1)")
-    from factorspec.integrations.vllm.models import hf_model_dir
+    import sglang_engine_runs
 
-    md = str(hf_model_dir("smollm2-135m"))
-    d = tempfile.mkdtemp(prefix="factorspec-sglang-ragged-")
-    return {m: _engine_run(md, m, d) for m in ("ragged", "fixed", "none")}
+    part = sglang_engine_runs.WIDTHS
+    probs = sglang_engine_runs.width_problems()
+    runs = {m: sglang_engine_runs.engine_run(m) for m in sglang_engine_runs.MODES}
+    return {m: {**r, "outs": r["outs"][part], "probs": probs} for m, r in runs.items()}
 
 
 @pytest.mark.slow

@@ -28,29 +28,19 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sglang_stubs  # type: ignore[no-redef]
 
+import sglang_engine_runs  # noqa: E402 - beside this file (sys.path above)
+
 _ok, _why = sglang_stubs.sglang_available()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not _ok, reason=_why or "sglang not importable")]
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL = "smollm2-135m"
-MAX_NEW = 256  # a 3-city trip record is ~80 tokens with SmolLM2's tokenizer
+MODEL = sglang_engine_runs.MODEL
+MAX_NEW = sglang_engine_runs.MAX_NEW
 SERVER_BOOT_S = 900
 
 
 def _problems():
-    """Two NATURAL PLAN trip instances: one with two valid plans (the model's choice decides, so
-    token identity depends on the verify forward), and examples/trip_plan (exactly one plan)."""
-    from benchmarks.natural_plan import generate, iter_plans, parse_instance
-
-    choice = None
-    for k, raw in enumerate(generate(3, 0, 20)):
-        p = parse_instance(f"synthetic_3_0_{k}", raw)
-        if len(list(iter_plans(p, limit=3))) >= 2:
-            choice = p
-            break
-    assert choice is not None
-    spec = json.loads((REPO / "examples" / "trip_plan.spec.json").read_text(encoding="utf-8"))
-    return choice, spec
+    return sglang_engine_runs.scheduler_problems()
 
 
 @pytest.fixture(scope="module")
@@ -150,32 +140,20 @@ def ready_server(server):
     pytest.fail(f"SGLang server not healthy after {SERVER_BOOT_S} s:\n{_log_tail(server)}", pytrace=False)
 
 
-def _engine_run(model_dir, drafter: bool):
-    from factorspec.integrations.sglang.cpu import cpu_engine
-    from benchmarks.natural_plan import json_prompt, to_spec
-
-    choice, trip = _problems()
-    prompts = [json_prompt(choice), "Plan the trip as JSON: " + trip["description"]]
-    schemas = [json.dumps(to_spec(choice)), json.dumps(trip)]
-    t0 = time.time()
-    eng = cpu_engine(model_dir, drafter=drafter, draft_tokens=16, log_level="error")
-    t1 = time.time()
-    try:
-        outs = eng.generate(prompt=prompts, sampling_params=[
-            {"temperature": 0, "max_new_tokens": MAX_NEW, "json_schema": s} for s in schemas])
-    finally:
-        eng.shutdown()
-    return {"outs": outs, "schemas": schemas, "choice": choice, "start_s": t1 - t0, "gen_s": time.time() - t1}
+def _scheduler_part(run):
+    """This module's requests of a shared engine run (sglang_engine_runs)."""
+    part = sglang_engine_runs.SCHEDULER
+    return {**run, "outs": run["outs"][part], "schemas": run["schemas"][part], "choice": _problems()[0]}
 
 
 @pytest.fixture(scope="module")
-def spec_run(model_dir):
-    return _engine_run(model_dir, drafter=True)
+def spec_run():
+    return _scheduler_part(sglang_engine_runs.engine_run("fixed"))
 
 
 @pytest.fixture(scope="module")
-def plain_run(model_dir, spec_run):  # after spec_run: one engine at a time
-    return _engine_run(model_dir, drafter=False)
+def plain_run(spec_run):  # after spec_run: one engine at a time
+    return _scheduler_part(sglang_engine_runs.engine_run("none"))
 
 
 def test_sglang_engine_ngram_factorspec_drafter_records_valid(spec_run):

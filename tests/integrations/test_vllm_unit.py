@@ -222,8 +222,10 @@ def test_worker_rows_equal_in_process_rows(doc, vocab, worker_rows):
 
 
 def test_worker_crash_fails_over_to_in_process_rows(doc, vocab, worker_rows):
-    """A killed worker costs its requests nothing but the workers: they are named in a warning
-    and filled in-process from then on (same rows); the pool replaces the worker; no step hangs."""
+    """A killed worker costs its requests nothing: either the pool noticed the death first and
+    replayed them on a live worker (rows from the workers), or the step lost them and they are
+    named in a warning and filled in-process from then on. Same rows either way; the pool
+    replaces the worker; no step hangs."""
     import os
     import signal
     import time
@@ -245,13 +247,20 @@ def test_worker_crash_fails_over_to_in_process_rows(doc, vocab, worker_rows):
     t0 = time.monotonic()
     arr, ref, rest = _fill_both(worker_rows, items, vocab.words)
     assert time.monotonic() - t0 < 30
-    assert {id(g) for g, _s, _t in rest} == {id(gs[r]) for r in victims}
+    lost = {id(g) for g, _s, _t in rest}
+    assert lost <= {id(gs[r]) for r in victims}, "only the killed worker's requests can be lost"
     FactorSpecBackend.fill_rows(arr, rest)  # what the hook does with them
     assert np.array_equal(arr, ref)
-    msgs = worker_rows.info["worker_errors"]
-    assert any("c1" in m and "served in-process" in m and f"pid {pid}" in m for m in msgs), msgs
-    assert not any(worker_rows.serves(r, gs[r]) for r in victims)
     assert all(worker_rows.serves(r, g) for r, g in gs.items() if r not in victims)
+    if lost:  # the step lost them: named, and in-process from then on
+        msgs = worker_rows.info["worker_errors"]
+        assert any("c1" in m and "served in-process" in m and f"pid {pid}" in m for m in msgs), msgs
+        assert not any(worker_rows.serves(r, gs[r]) for r in victims)
+    else:  # replayed by the pool before the step: still the workers'
+        assert all(worker_rows.serves(r, gs[r]) for r in victims)
+    deadline = time.monotonic() + 60  # the replacement starts in the background
+    while worker_rows.pool.restarts < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert worker_rows.pool.restarts >= 1 and pid not in worker_rows.pool.worker_pids()
 
 
