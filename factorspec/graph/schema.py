@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any, Optional, Union
 
 from factorspec.errors import SpecError
+from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.objects import ObjectRules, dependency_violations
 from factorspec.graph.relations import format_decimal
 
@@ -285,7 +286,9 @@ class SchemaCompiler:
                 return self.node(target, tptr, depth + 1)
             finally:
                 self._ref_stack.pop()
-        for k in ("allOf", "not", "if", "then", "else", "$dynamicRef", "$recursiveRef"):
+        if "allOf" in keys:
+            return self._all_of(s, ptr, depth)
+        for k in ("not", "if", "then", "else", "$dynamicRef", "$recursiveRef"):
             if k in keys:
                 raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
         if "anyOf" in keys or "oneOf" in keys:
@@ -335,6 +338,18 @@ class SchemaCompiler:
                 raise SpecError(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
         return self._numeric(s, ptr, typ)
+
+    # -- allOf ------------------------------------------------------------------------------------
+    def _all_of(self, s: dict, ptr: str, depth: int) -> LayoutNode:
+        """allOf merged into one schema (graph/all_of.py), then compiled as any other node."""
+        merged = merge_all_of(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS)
+        self._note(ptr, "allOf", "merged into one schema")
+        try:
+            return self.node(merged, ptr, depth + 1)
+        except SpecError as e:
+            if not _resolves(self.doc, e.pointer):
+                raise SpecError(f"{ptr}/allOf", f"{e.message} (at {e.pointer or '/'} of the merged allOf)") from None
+            raise
 
     # -- anyOf / oneOf ----------------------------------------------------------------------------
     def _union(self, s: dict, keys: set[str], ptr: str, depth: int) -> LayoutNode:

@@ -14,7 +14,6 @@ def _wrap(node: object) -> dict:
 
 UNSUPPORTED_KEYWORDS = [
     ({"type": "string", "pattern": "^x"}, "pattern"),
-    ({"allOf": [{"type": "integer"}]}, "allOf"),
     ({"not": {"type": "integer"}}, "not"),
     ({"type": "integer", "if": {}, "then": {}}, "if"),
     ({"type": "object", "properties": {}, "patternProperties": {"^x": {}}}, "patternProperties"),

@@ -1,0 +1,366 @@
+"""`allOf`, merged into one schema before the layout is built.
+
+The layout compiler (`schema.SchemaCompiler`) builds a node from one keyword set, so an `allOf`
+is rewritten here as the single schema whose instances are exactly those every member accepts:
+bounds tightened, types and enums intersected, `required` united, `multipleOf` by least common
+multiple, properties merged per key (a nested `allOf`, merged in turn), `additionalProperties`
+applied per member as JSON Schema says (a member's `additionalProperties` judges the keys it does
+not list itself). A member with `anyOf`/`oneOf` is distributed over (allOf(X, anyOf(A)) is
+anyOf(allOf(X, a) for a in A), and the same for oneOf), dropping the alternatives the rest rules
+out. What cannot be merged exactly (`not`, `if`, `patternProperties` beside another member's
+object keywords, two different `contains`, ...) is refused naming the member's JSON Pointer.
+The merge is pure dict-to-dict work: no layout, no solver."""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from factorspec.errors import SpecError
+
+Resolve = Callable[[Any, str], "tuple[Any, str]"]
+MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
+
+_LOWER = ("minimum", "exclusiveMinimum")
+_UPPER = ("maximum", "exclusiveMaximum")
+_MIN_COUNT = ("minLength", "minItems", "minProperties", "minContains")
+_MAX_COUNT = ("maxLength", "maxItems", "maxProperties", "maxContains")
+# keywords merged only when the members that have them agree exactly
+_EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "pattern", "unevaluatedItems",
+               "unevaluatedProperties", "dependentSchemas")
+_REFUSED = ("not", "if", "then", "else", "$dynamicRef", "$recursiveRef")
+_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required")
+_TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+
+
+class NoValue(Exception):
+    """The members admit no common value (an alternative that the merge drops)."""
+
+    def __init__(self, pointer: str, message: str) -> None:
+        super().__init__(message)
+        self.pointer, self.message = pointer, message
+
+
+def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
+                 validation: set[str]) -> dict:
+    """The one schema equal to `s` (which has `allOf`): its own keywords and every member's.
+
+    `resolve(ref, ptr)` resolves a local `$ref` (the layout compiler's own), `normalise` turns a
+    member into the keyword forms the merge expects (draft-04 exclusive bounds), `validation` is
+    the set of validation keywords (anything else is an annotation and is kept from `s` only).
+    Raises SpecError naming a pointer when the members cannot be merged exactly or admit nothing."""
+    own = {k: v for k, v in s.items() if k != "allOf"}
+    members = [(normalise({k: v for k, v in own.items() if k in validation}), ptr)]
+    members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set())
+    try:
+        merged = _merge_members(members, ptr, validation)
+    except NoValue as e:
+        raise SpecError(e.pointer, f"{e.message}: the allOf at {ptr or '/'} admits no value") from None
+    merged.update({k: v for k, v in own.items() if k not in validation})
+    return merged
+
+
+def _flatten(items: Any, ptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
+             refs: set[str]) -> list[tuple[dict, str]]:
+    if not isinstance(items, list) or not items:
+        raise SpecError(ptr, "allOf must be a non-empty list of schemas")
+    out: list[tuple[dict, str]] = []
+    for i, m in enumerate(items):
+        mptr = f"{ptr}/{i}"
+        out += _member(m, mptr, resolve, normalise, refs)
+    return out
+
+
+def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
+            refs: set[str]) -> list[tuple[dict, str]]:
+    if m is True:
+        return []
+    if m is False:
+        raise SpecError(mptr, "an allOf member is the schema 'false': no value fits")
+    if not isinstance(m, dict):
+        raise SpecError(mptr, f"a schema must be an object, got {json.dumps(m)[:60]}")
+    m = normalise(m)
+    out: list[tuple[dict, str]] = []
+    if "$ref" in m:
+        ref = m["$ref"]
+        if ref in refs:
+            raise SpecError(f"{mptr}/$ref", f"recursive reference {ref!r} is not supported")
+        target, tptr = resolve(ref, mptr)
+        out += _member(target, tptr, resolve, normalise, refs | {ref})
+        m = {k: v for k, v in m.items() if k != "$ref"}
+    if "allOf" in m:
+        out += _flatten(m["allOf"], f"{mptr}/allOf", resolve, normalise, refs)
+        m = {k: v for k, v in m.items() if k != "allOf"}
+    return [(m, mptr)] + out
+
+
+def _merge_members(members: list[tuple[dict, str]], ptr: str, validation: set[str]) -> dict:
+    for m, mptr in members:
+        for k in _REFUSED:
+            if k in m:
+                raise SpecError(f"{mptr}/{k}", f"keyword {k!r} inside allOf is not supported")
+    unions = [(m, mptr) for m, mptr in members if "anyOf" in m or "oneOf" in m]
+    if unions:
+        return _distribute(members, unions, ptr, validation)
+    out: dict[str, Any] = {}
+    _merge_type(members, out)
+    _merge_values(members, out)
+    _merge_numbers(members, out)
+    _merge_counts(members, out)
+    _merge_equal(members, out)
+    _merge_object(members, out, ptr)
+    _merge_items(members, out)
+    if any(m.get("uniqueItems") is True for m, _ in members):
+        out["uniqueItems"] = True
+    _merge_dependencies(members, out)
+    handled = {"type", "enum", "const", "multipleOf", "uniqueItems", "items", "dependentRequired",
+               "dependencies", *_LOWER, *_UPPER, *_MIN_COUNT, *_MAX_COUNT, *_EQUAL_ONLY, *_OBJECT_KEYS,
+               "maxProperties", "minProperties"}
+    for m, mptr in members:
+        for k in m:
+            if k in validation and k not in handled:
+                raise SpecError(f"{mptr}/{k}", f"keyword {k!r} inside allOf cannot be merged")
+    return out
+
+
+def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]], ptr: str,
+                validation: set[str]) -> dict:
+    """allOf(X, anyOf(A), ...) = anyOf(allOf(X, a) for a in A); oneOf likewise (a value in X
+    matches exactly one a iff it matches exactly one X-and-a). One union member at a time."""
+    m, mptr = unions[0]
+    if "anyOf" in m and "oneOf" in m:
+        raise SpecError(f"{mptr}/oneOf", "keyword 'oneOf' beside 'anyOf' is not supported")
+    kw = "anyOf" if "anyOf" in m else "oneOf"
+    alts = m[kw]
+    if not isinstance(alts, list) or not alts:
+        raise SpecError(f"{mptr}/{kw}", f"{kw} must be a non-empty list of schemas")
+    width = math.prod(len(u[kw2]) for u, _ in unions for kw2 in ("anyOf", "oneOf")
+                      if isinstance(u.get(kw2), list))
+    if width > MAX_ALTERNATIVES:
+        raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members makes {width} alternatives "
+                        f"(at most {MAX_ALTERNATIVES} are merged)")
+    rest = [(x, xp) for x, xp in members if xp != mptr or x is not m]
+    rest.append(({k: v for k, v in m.items() if k != kw}, mptr))
+    kept: list[dict] = []
+    last: NoValue | None = None
+    for i, a in enumerate(alts):
+        aptr = f"{mptr}/{kw}/{i}"
+        if a is False:
+            continue
+        if a is True:
+            a = {}
+        if not isinstance(a, dict):
+            raise SpecError(aptr, f"a schema must be an object, got {json.dumps(a)[:60]}")
+        try:
+            kept.append(_merge_members(rest + [(a, aptr)], ptr, validation))
+        except NoValue as e:
+            last = e  # this alternative contradicts the other members: it admits nothing
+    if not kept:
+        assert last is not None
+        raise last
+    return kept[0] if len(kept) == 1 else {kw: kept}
+
+
+def _types_of(m: dict, mptr: str) -> set[str] | None:
+    t = m.get("type")
+    if t is None:
+        return None
+    ts = [t] if isinstance(t, str) else t
+    if not isinstance(ts, list) or not all(isinstance(x, str) and x in _TYPES for x in ts):
+        raise SpecError(f"{mptr}/type", f"unknown type {json.dumps(t)[:60]}")
+    out = set(ts)
+    if "number" in out:
+        out.add("integer")
+    return out
+
+
+def _merge_type(members: list[tuple[dict, str]], out: dict) -> None:
+    common: set[str] | None = None
+    for m, mptr in members:
+        ts = _types_of(m, mptr)
+        if ts is not None:
+            common = ts if common is None else common & ts
+            if not common:
+                raise NoValue(f"{mptr}/type", "allOf members have no type in common")
+    if common is not None:
+        names = [t for t in _TYPES if t in common and not (t == "integer" and "number" in common)]
+        out["type"] = names[0] if len(names) == 1 else names
+
+
+def _canon(v: Any) -> str:
+    """JSON Schema equality: 1 and 1.0 are equal, true and 1 are not."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
+        return "n" + str(Fraction(str(v)) if isinstance(v, float) else Fraction(v))
+    if isinstance(v, list):
+        return "[" + ",".join(_canon(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k) + ":" + _canon(v[k]) for k in sorted(v)) + "}"
+    return repr(v)
+
+
+def _merge_values(members: list[tuple[dict, str]], out: dict) -> None:
+    allowed: dict[str, Any] | None = None
+    for m, mptr in members:
+        for kw in ("const", "enum"):
+            if kw not in m:
+                continue
+            vals = [m[kw]] if kw == "const" else m[kw]
+            if not isinstance(vals, list):
+                raise SpecError(f"{mptr}/enum", "enum must be a list")
+            here = {_canon(v): v for v in vals}
+            allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
+            if not allowed:
+                raise NoValue(f"{mptr}/{kw}", "allOf members have no const/enum value in common")
+    if allowed is not None:
+        out["enum"] = list(allowed.values())
+
+
+def _exact(v: Any, where: str) -> Fraction:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+        raise SpecError(where, f"must be a finite number, got {json.dumps(v)[:60]}")
+    return Fraction(str(v)) if isinstance(v, float) else Fraction(v)
+
+
+def _merge_numbers(members: list[tuple[dict, str]], out: dict) -> None:
+    for kws, pick in ((_LOWER, max), (_UPPER, min)):
+        for kw in kws:
+            vals = [(_exact(m[kw], f"{mptr}/{kw}"), m[kw]) for m, mptr in members if kw in m]
+            if vals:
+                out[kw] = pick(vals, key=lambda p: p[0])[1]
+    steps = [(_exact(m["multipleOf"], f"{mptr}/multipleOf"), mptr) for m, mptr in members if "multipleOf" in m]
+    if steps:
+        lcm = steps[0][0]
+        for q, qptr in steps[1:]:
+            if q <= 0 or lcm <= 0:
+                raise SpecError(f"{qptr}/multipleOf", "multipleOf must be positive")
+            lcm = Fraction(math.lcm(lcm.numerator * q.denominator, q.numerator * lcm.denominator),
+                           lcm.denominator * q.denominator)
+        if lcm.denominator == 1:
+            out["multipleOf"] = int(lcm)
+        elif Fraction(str(float(lcm))) == lcm:
+            out["multipleOf"] = float(lcm)
+        else:
+            raise SpecError(f"{steps[-1][1]}/multipleOf", f"the allOf members' common multipleOf ({lcm}) is not "
+                            "a decimal number")
+
+
+def _merge_counts(members: list[tuple[dict, str]], out: dict) -> None:
+    for kws, pick in ((_MIN_COUNT, max), (_MAX_COUNT, min)):
+        for kw in kws:
+            vals = [m[kw] for m, _ in members if kw in m]
+            if vals:
+                out[kw] = pick(vals)
+
+
+def _merge_equal(members: list[tuple[dict, str]], out: dict) -> None:
+    for kw in _EQUAL_ONLY:
+        have = [(m[kw], mptr) for m, mptr in members if kw in m]
+        for v, vptr in have[1:]:
+            if _canon(v) != _canon(have[0][0]):
+                raise SpecError(f"{vptr}/{kw}", f"two different {kw!r} inside allOf cannot be merged exactly")
+        if have:
+            out[kw] = have[0][0]
+
+
+def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
+    objs = [(m, mptr) for m, mptr in members if any(k in m for k in _OBJECT_KEYS if k != "required")]
+    required: list[str] = []
+    for m, mptr in members:
+        req = m.get("required", [])
+        if not isinstance(req, list):
+            raise SpecError(f"{mptr}/required", "required must be a list of names")
+        required += [k for k in req if k not in required]
+    patterned = [(m, mptr) for m, mptr in objs if "patternProperties" in m or "propertyNames" in m]
+    if patterned and len(objs) > 1:
+        m, mptr = patterned[0]
+        k = "patternProperties" if "patternProperties" in m else "propertyNames"
+        raise SpecError(f"{mptr}/{k}", f"{k!r} in one allOf member beside another member's object keywords "
+                        "cannot be merged exactly")
+    if patterned:
+        m, _ = objs[0]
+        for k in _OBJECT_KEYS:
+            if k in m and k != "required":
+                out[k] = m[k]
+    elif objs:
+        keys: list[str] = []
+        for m, mptr in objs:
+            props = m.get("properties", {})
+            if not isinstance(props, dict):
+                raise SpecError(f"{mptr}/properties", "properties must be an object")
+            keys += [k for k in props if k not in keys]
+        keys += [k for k in required if k not in keys]  # required but declared by no member
+        props_out: dict[str, Any] = {}
+        for k in keys:
+            parts: list[Any] = []
+            forbidden: str | None = None
+            for m, mptr in objs:
+                props = m.get("properties", {})
+                if k in props:
+                    parts.append(props[k])
+                elif m.get("additionalProperties", True) is False:
+                    forbidden = mptr
+                    break
+                elif "additionalProperties" in m and m["additionalProperties"] is not True:
+                    parts.append(m["additionalProperties"])
+            parts = [p for p in parts if p is not True and p != {}]
+            if forbidden is not None or False in parts:
+                if k in required:
+                    where = ptr if forbidden is None else forbidden
+                    raise NoValue(f"{where}/additionalProperties", f"property {k!r} is required but "
+                                  "this allOf member's additionalProperties false forbids it (a member's "
+                                  "additionalProperties judges the properties it does not list itself)")
+                continue  # forbidden by a member: the merged object cannot have it
+            props_out[k] = parts[0] if len(parts) == 1 else ({"allOf": parts} if parts else True)
+        out["properties"] = props_out
+        # JSON Schema reads an absent additionalProperties as true; the layout policy closes an
+        # object without the keyword (docs/spec.md), so the merge keeps "absent" apart from "true"
+        given = [m["additionalProperties"] for m, _ in objs if "additionalProperties" in m]
+        extra = [x for x in given if x is not True and x != {}]
+        if False in extra:
+            out["additionalProperties"] = False
+        elif extra:
+            out["additionalProperties"] = extra[0] if len(extra) == 1 else {"allOf": extra}
+        elif given:
+            out["additionalProperties"] = True
+    if required:
+        out["required"] = required
+
+
+def _merge_items(members: list[tuple[dict, str]], out: dict) -> None:
+    have = [(m["items"], mptr) for m, mptr in members if "items" in m]
+    if any(isinstance(v, list) for v, _ in have):  # draft-04 tuple form: equal only
+        for v, vptr in have[1:]:
+            if _canon(v) != _canon(have[0][0]):
+                raise SpecError(f"{vptr}/items", "two different tuple 'items' inside allOf cannot be merged exactly")
+        out["items"] = have[0][0]
+        return
+    parts = [v for v, _ in have if v is not True and v != {}]
+    if len(parts) == 1:
+        out["items"] = parts[0]
+    elif parts:
+        out["items"] = {"allOf": parts}
+
+
+def _merge_dependencies(members: list[tuple[dict, str]], out: dict) -> None:
+    for kw in ("dependentRequired", "dependencies"):
+        merged: dict[str, Any] = {}
+        for m, mptr in members:
+            deps = m.get(kw)
+            if deps is None:
+                continue
+            if not isinstance(deps, dict):
+                raise SpecError(f"{mptr}/{kw}", f"{kw} must be an object")
+            for k, v in deps.items():
+                if isinstance(v, list) and isinstance(merged.get(k, []), list):
+                    merged[k] = list(merged.get(k, [])) + [x for x in v if x not in merged.get(k, [])]
+                elif k in merged and _canon(merged[k]) != _canon(v):
+                    raise SpecError(f"{mptr}/{kw}/{k}", f"two different {kw!r} entries for {k!r} inside allOf "
+                                    "cannot be merged exactly")
+                else:
+                    merged[k] = v
+        if merged:
+            out[kw] = merged
