@@ -89,6 +89,17 @@ class Scalar:
     min_len: int = 0
     max_len: int | None = None
     alts: list[LayoutNode] = field(default_factory=list)  # kind "union": the alternatives (anyOf, type lists)
+    # kind "number" (a free number) only: exact bounds as values, each inclusive or open
+    nlo: Optional[Fraction] = None
+    nlo_open: bool = False
+    nhi: Optional[Fraction] = None
+    nhi_open: bool = False
+
+    def number_within(self, v: Fraction) -> bool:
+        """A free number's value inside its bounds (exactly)."""
+        if self.nlo is not None and (v < self.nlo or (self.nlo_open and v == self.nlo)):
+            return False
+        return not (self.nhi is not None and (v > self.nhi or (self.nhi_open and v == self.nhi)))
 
     @property
     def finite(self) -> bool:
@@ -360,9 +371,14 @@ class SchemaCompiler:
         if not isinstance(alts, list) or not alts:
             raise SpecError(f"{ptr}/{kw}", f"{kw} must be a non-empty list of schemas")
         siblings = {k: s[k] for k in keys if k != kw}
+        overlap: SpecError | None = None
         if kw == "oneOf":
-            self._check_exclusive(alts, s, ptr)
+            try:
+                self._check_exclusive(alts, s, ptr)
+            except SpecError as e:
+                overlap = e  # the schemas may overlap; the layouts may still be separable (below)
         nodes: list[LayoutNode] = []
+        per_alt: list[tuple[LayoutNode, Any]] = []
         for i, a in enumerate(alts):
             aptr = f"{ptr}/{kw}/{i}"
             if siblings:
@@ -374,8 +390,57 @@ class SchemaCompiler:
                     raise SpecError(aptr, f"{e.message} (in the alternative merged with the keywords beside "
                                           f"{kw})") from None
                 raise
+            per_alt.append((n, a))
+        if overlap is not None:
+            self._separate(per_alt, s, ptr, overlap)
+        for n, _ in per_alt:
             nodes.extend(n.alts if isinstance(n, Scalar) and n.kind == "union" else [n])
         return nodes[0] if len(nodes) == 1 else Scalar(ptr, "union", alts=nodes)
+
+    def _required_of(self, a: Any) -> list[str]:
+        """The `required` names of an alternative (through `$ref`s), or [] if it has none."""
+        seen = 0
+        while isinstance(a, dict) and "$ref" in a and seen < 16:
+            try:
+                a = self._resolve(a["$ref"], "")[0]
+            except SpecError:
+                return []
+            seen += 1
+        if not isinstance(a, dict):
+            return []
+        req = a.get("required")
+        out = [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
+        for m in a.get("allOf", []) if isinstance(a.get("allOf"), list) else []:
+            out += [r for r in self._required_of(m) if r not in out]
+        return out
+
+    def _separate(self, per_alt: list[tuple[LayoutNode, Any]], parent: dict, ptr: str, overlap: SpecError) -> None:
+        """oneOf whose schemas may overlap, made exact on the layouts: every value the layout of
+        alternative i admits must fail every other alternative j. It does when j requires a
+        property that i's closed layout cannot hold; where i declares it as optional, i's layout
+        drops it (a sound narrowing, noted). Otherwise `overlap` (the schema-level error) stands."""
+        for i, (ni, ai) in enumerate(per_alt):
+            for j, (_nj, aj) in enumerate(per_alt):
+                if i == j:
+                    continue
+                try:
+                    if self._disjoint(ai, aj, parent):
+                        continue
+                except SpecError:
+                    pass
+                if not isinstance(ni, Obj) or ni.extra is not None:
+                    raise overlap
+                declared = {f.key: f for f in ni.fields}
+                need = self._required_of(aj)
+                if any(k not in declared for k in need):
+                    continue  # j requires a property i's layout never writes
+                optional = [k for k in need if not declared[k].required]
+                if not optional or ni.rules is not None:
+                    raise overlap
+                k = optional[0]
+                ni.fields = [f for f in ni.fields if f.key != k]
+                self._note(ni.pointer, "oneOf", f"property {k!r} left out here so that no value also matches "
+                           f"oneOf alternative #{j} (which requires it)")
 
     def _merge(self, siblings: dict, a: Any, aptr: str, kw: str, ptr: str) -> tuple[Any, str]:
         """The alternative with the keywords beside anyOf/oneOf (an allOf of the two), where the
@@ -389,16 +454,16 @@ class SchemaCompiler:
         if not isinstance(a, dict):
             return a, aptr
         akeys = {k for k in a if k in VALIDATION_KEYWORDS and not _is_noop(k, a[k])}
-        for k in sorted(akeys & set(siblings)):
-            if a[k] != siblings[k]:
-                raise SpecError(f"{aptr}/{escape_pointer(k)}", f"keyword {k!r} both beside {kw} ({ptr or '/'}) "
-                                "and in the alternative is not supported")
-        for group in _INTERACTING:
-            if (akeys & group) and (set(siblings) & group) and not (akeys & group) <= set(siblings):
-                k = sorted(akeys & group)[0]
-                raise SpecError(f"{aptr}/{escape_pointer(k)}", f"keyword {k!r} interacts with keywords beside "
-                                f"{kw} ({ptr or '/'}); that merge is not supported")
-        return {**siblings, **a}, aptr
+        united: dict[str, Any] = {}
+        if "required" in akeys and "required" in siblings and isinstance(a["required"], list) \
+                and isinstance(siblings["required"], list):
+            united["required"] = list(dict.fromkeys(siblings["required"] + a["required"]))  # both apply
+        shared = any(a[k] != siblings[k] for k in akeys & set(siblings) - set(united))
+        split = any((akeys & group) and (set(siblings) & group) and not (akeys & group) <= set(siblings)
+                    for group in _INTERACTING)
+        if shared or split:  # not a plain union of keywords: the exact allOf merge (graph/all_of.py)
+            return {**siblings, "allOf": [a]}, aptr
+        return {**siblings, **a, **united}, aptr
 
     def _type_set(self, a: Any, seen: int = 0) -> set[str]:
         """JSON types an original (un-narrowed) schema admits, over-approximated."""
@@ -629,6 +694,26 @@ class SchemaCompiler:
             raise SpecError(f"{ptr}/maxItems", f"maxItems {hi} < minItems {lo}: no array fits")
         return Arr(ptr, self.node(items, f"{ptr}/items", depth + 1), lo, hi)
 
+    def _free_number(self, s: dict, ptr: str) -> Scalar:
+        """A number without multipleOf: any decimal, bounds kept exactly as values (the tighter of
+        minimum/exclusiveMinimum, an exclusive bound winning a tie; the same above)."""
+        lo: Optional[Fraction] = None
+        hi: Optional[Fraction] = None
+        lo_open = hi_open = False
+        for kw, is_open in (("minimum", False), ("exclusiveMinimum", True)):
+            if kw in s:
+                v = _num(s[kw], ptr, kw)
+                if lo is None or v > lo or (v == lo and is_open):
+                    lo, lo_open = v, is_open
+        for kw, is_open in (("maximum", False), ("exclusiveMaximum", True)):
+            if kw in s:
+                v = _num(s[kw], ptr, kw)
+                if hi is None or v < hi or (v == hi and is_open):
+                    hi, hi_open = v, is_open
+        if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_open or hi_open))):
+            raise SpecError(ptr, "the bounds leave no value")
+        return Scalar(ptr, "number", nlo=lo, nlo_open=lo_open, nhi=hi, nhi_open=hi_open)
+
     def _numeric(self, s: dict, ptr: str, typ: str) -> Scalar:
         step: Fraction | int = 1
         if "multipleOf" in s:
@@ -643,10 +728,7 @@ class SchemaCompiler:
                 raise SpecError(f"{ptr}/multipleOf", "multipleOf must be a finite decimal") from None
             step = int(m) if m.denominator == 1 else m
         elif typ == "number":
-            if any(k in s for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
-                # a free number with bounds cannot be checked exactly token by token without a step
-                raise SpecError(ptr, "a bounded 'number' needs 'multipleOf' (fixed point, e.g. 0.01)")
-            return Scalar(ptr, "number")
+            return self._free_number(s, ptr)
         lo = hi = None
         if "minimum" in s:
             lo = math.ceil(_num(s["minimum"], ptr, "minimum") / step)
@@ -864,6 +946,12 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
     if node.kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
             return [(path, f"expected a number, got {_dump(value)}")]
+        if isinstance(value, float) and not math.isfinite(value):
+            return [(path, f"expected a finite number, got {_dump(value)}")]
+        exact = value if isinstance(value, Fraction) else Fraction(str(value)) if isinstance(value, float) \
+            else Fraction(value)
+        if not node.number_within(exact):
+            return [(path, f"value {_dump(value)} is outside the bounds of {node.pointer or '/'}")]
         return out
     if node.kind == "integer" and node.lo is None and node.hi is None:
         if isinstance(value, bool) or not isinstance(value, int):

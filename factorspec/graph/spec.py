@@ -254,7 +254,7 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
     if s.kind == "string":
         return "a" * s.min_len
     if s.kind == "number":
-        return 0
+        return _free_number_value(s)
     lo = s.lo if s.lo is not None else (min(0, s.hi) if s.hi is not None else 0)
     return s.decode(lo)
 
@@ -293,3 +293,19 @@ def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = T
         except InputLimitError as e:
             raise SpecError("", f"spec is not accepted: {e}") from None
     return CompiledSpec(doc, budget, style, open_objects)
+
+
+def _free_number_value(s: Scalar) -> Any:
+    """A value inside a free number's bounds: 0 where it fits, else the nearest closed bound, else
+    a point strictly inside (decimal: a midpoint of decimals, or a bound plus or minus one)."""
+    if s.number_within(Fraction(0)):
+        return 0
+    if s.nlo is not None and not s.nlo_open:
+        v = s.nlo
+    elif s.nhi is not None and not s.nhi_open:
+        v = s.nhi
+    elif s.nlo is not None and s.nhi is not None:
+        v = (s.nlo + s.nhi) / 2
+    else:
+        v = s.nlo + 1 if s.nlo is not None else s.nhi - 1  # type: ignore[operator]
+    return int(v) if v.denominator == 1 else v

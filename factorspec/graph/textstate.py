@@ -339,7 +339,16 @@ class TextMachine:
         return False
 
     def _free_number_in(self, node: Scalar, ivs: list) -> bool:
-        return any(lo < hi or (lo == hi and lc and hc) for lo, lc, hi, hc in ivs)
+        """Some value of the intervals (lo, lo closed, hi, hi closed) inside the node's bounds:
+        decimals are dense, so a non-empty intersection holds a canonical decimal text."""
+        for lo, lc, hi, hc in ivs:
+            if node.nlo is not None and (node.nlo > lo or (node.nlo == lo and node.nlo_open)):
+                lo, lc = node.nlo, not node.nlo_open
+            if node.nhi is not None and (node.nhi < hi or (node.nhi == hi and node.nhi_open)):
+                hi, hc = node.nhi, not node.nhi_open
+            if lo < hi or (lo == hi and lc and hc):
+                return True
+        return False
 
     def _abs_bound(self, path: tuple, sol: Any, step: Optional[Fraction], neg: bool = False) -> Optional[Fraction]:
         """Largest magnitude of the values of that sign (None: unbounded)."""
@@ -349,8 +358,10 @@ class TextMachine:
             assert step is not None  # a solver variable has a finite domain, so a step
             d = sol.D[v.id]
             return max(abs(dmin(d)), abs(dmax(d))) * step
-        if step is None:
-            return None
+        if step is None:  # a free number: its bounds are values
+            if neg:
+                return None if node.nlo is None else max(-node.nlo, Fraction(0))
+            return None if node.nhi is None else max(node.nhi, Fraction(0))
         # one-sided bounds still bound one sign: minimum -1 leaves only -1 among the negatives
         if neg:
             return None if node.lo is None else max(-node.lo, 0) * step
@@ -366,7 +377,7 @@ class TextMachine:
             return None
         step = self._step_of(node)
         if step is None:
-            return 0
+            return 0 if node.number_within(val) else None
         q = val / step
         if q.denominator != 1:
             return None

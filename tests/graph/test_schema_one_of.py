@@ -1,0 +1,101 @@
+"""oneOf whose alternatives may overlap as schemas but not as layouts (schema.SchemaCompiler
+._separate): every value the compiled spec accepts matches exactly one alternative (jsonschema
+agrees, brute force over a universe of objects), each alternative keeps values, byte walks never
+dead-end, and a oneOf that cannot be separated is still refused."""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any
+
+import jsonschema
+import pytest
+
+from factorspec.errors import SpecError
+from factorspec.graph import compile_spec
+from factorspec.graph.textstate import TextMachine
+
+_I = {"type": "integer", "minimum": 0, "maximum": 2}
+SCHEMAS: list[dict] = [
+    # the common shape: properties beside oneOf, alternatives that differ by what they require
+    {"type": "object", "properties": {"radius": _I, "length": _I, "width": _I},
+     "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]},
+    {"type": "object", "properties": {"a": _I, "b": _I, "c": _I},
+     "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}]},
+    # closed layouts: each alternative declares only its own key
+    {"oneOf": [{"type": "object", "properties": {"a": _I}, "required": ["a"]},
+               {"type": "object", "properties": {"b": {"type": "boolean"}}, "required": ["b"]}]},
+    # properties both beside oneOf and in an alternative: merged exactly (an allOf of the two)
+    {"type": "object", "properties": {"a": _I, "b": _I, "c": _I},
+     "oneOf": [{"required": ["a", "b"]}, {"required": ["c"], "properties": {"c": {"const": 1}}}]},
+]
+
+
+def _universe() -> list[Any]:
+    out: list[Any] = []
+    for n in range(5):
+        for ks in itertools.combinations(["a", "b", "c", "radius", "length", "width"], n):
+            for vs in itertools.product([0, 1, True], repeat=n):
+                out.append(dict(zip(ks, vs)))
+    return out
+
+
+UNIVERSE = _universe()
+
+
+def _alt_of(schema: dict, v: Any) -> list[int]:
+    base = {k: x for k, x in schema.items() if k != "oneOf"}
+    return [i for i, a in enumerate(schema["oneOf"])
+            if jsonschema.Draft202012Validator({"allOf": [base, a]}).is_valid(v)]
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_accepted_values_match_exactly_one_alternative(k: int) -> None:
+    schema = SCHEMAS[k]
+    cs = compile_spec(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    hit: set[int] = set()
+    for v in UNIVERSE:
+        if cs.check(v) == []:
+            assert validator.is_valid(v), (schema, v)
+            alts = _alt_of(schema, v)
+            assert len(alts) == 1, (schema, v, alts)
+            hit |= set(alts)
+    assert hit == set(range(len(schema["oneOf"]))), (schema, hit)
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_byte_walks_never_dead_end(k: int) -> None:
+    schema = SCHEMAS[k]
+    tm = TextMachine(compile_spec(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(k)
+    finished = 0
+    for _ in range(40):
+        c, text = tm.initial(), bytearray()
+        for _ in range(80):
+            allowed = [b for b in range(256) if tm.step(c, b)]
+            if tm.is_final(c) and (not allowed or rng.random() < 0.3):
+                assert validator.is_valid(json.loads(text.decode())), (schema, bytes(text))
+                finished += 1
+                break
+            assert allowed, f"dead end after {bytes(text)!r}"
+            pref = [b for b in allowed if chr(b) in '{}",: 012abcrlwt']
+            c = tm.step(c, b := rng.choice(pref if pref and rng.random() < 0.9 else allowed))
+            text.append(b)
+    assert finished > 0
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+    {"type": "object", "properties": {"a": _I}, "oneOf": [{"required": ["a"]}, {"required": ["a"]}]},
+    {"type": "object", "properties": {"a": _I}, "required": ["a"], "oneOf": [{"required": ["a"]}, {}]},
+    # alternative #1 admits every value of #0 with a = 0: no property presence separates them
+    {"type": "object", "properties": {"a": _I, "b": _I}, "required": ["a"],
+     "oneOf": [{"required": ["b"]}, {"properties": {"a": {"const": 0}}}]},
+])
+def test_inseparable_one_of_is_still_refused(schema: dict) -> None:
+    with pytest.raises(SpecError) as e:
+        compile_spec(schema)
+    assert "may both match one value" in e.value.message
