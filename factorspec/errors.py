@@ -17,6 +17,12 @@ class SpecError(FactorSpecError):
         super().__init__(f"{self.pointer}: {message}")
 
 
+class EmptySchema(SpecError):
+    """A schema node admits no value at all (contradictory keywords, `false`, an enum that no
+    value of its type survives). Where the node is optional (a property not required, an
+    alternative of a union, the items of an array that may be empty) it is left out exactly."""
+
+
 class RelationError(SpecError):
     """A relation does not parse or does not type-check."""
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from factorspec.errors import SpecError
+from factorspec.errors import EmptySchema, SpecError
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
@@ -57,7 +57,7 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
     try:
         merged = _merge_members(members, ptr, validation)
     except NoValue as e:
-        raise SpecError(e.pointer, f"{e.message}: the allOf at {ptr or '/'} admits no value") from None
+        raise EmptySchema(e.pointer, f"{e.message}: the allOf at {ptr or '/'} admits no value") from None
     merged.update({k: v for k, v in own.items() if k not in validation})
     return merged
 
@@ -78,7 +78,7 @@ def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dic
     if m is True:
         return []
     if m is False:
-        raise SpecError(mptr, "an allOf member is the schema 'false': no value fits")
+        raise EmptySchema(mptr, "an allOf member is the schema 'false': no value fits")
     if not isinstance(m, dict):
         raise SpecError(mptr, f"a schema must be an object, got {json.dumps(m)[:60]}")
     m = normalise(m)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional, Union
 
-from factorspec.errors import SpecError
+from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.objects import ObjectRules, dependency_violations
 from factorspec.graph.relations import format_decimal
@@ -278,7 +278,7 @@ class SchemaCompiler:
         if s is True:
             return Scalar(ptr, "any")
         if s is False:
-            raise SpecError(ptr, "the schema 'false' admits no value")
+            raise EmptySchema(ptr, "the schema 'false' admits no value")
         if not isinstance(s, dict):
             raise SpecError(ptr, f"a schema must be an object, got {json.dumps(s)[:60]}")
         s = _draft4_exclusive(s)
@@ -346,7 +346,7 @@ class SchemaCompiler:
             lo = _nonneg_int(s.get("minLength", 0), ptr, "minLength")
             hi = _nonneg_int(s["maxLength"], ptr, "maxLength") if "maxLength" in s else None
             if hi is not None and hi < lo:
-                raise SpecError(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
+                raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
         return self._numeric(s, ptr, typ)
 
@@ -379,18 +379,26 @@ class SchemaCompiler:
                 overlap = e  # the schemas may overlap; the layouts may still be separable (below)
         nodes: list[LayoutNode] = []
         per_alt: list[tuple[LayoutNode, Any]] = []
+        empty: SpecError | None = None
         for i, a in enumerate(alts):
             aptr = f"{ptr}/{kw}/{i}"
             if siblings:
                 a, aptr = self._merge(siblings, a, aptr, kw, ptr)
             try:
                 n = self.node(a, aptr, depth + 1)
+            except EmptySchema as e:
+                self._note(aptr, "", f"admits no value ({e.message}): the alternative is left out")
+                empty = e
+                continue
             except SpecError as e:
                 if siblings and not _resolves(self.doc, e.pointer):
                     raise SpecError(aptr, f"{e.message} (in the alternative merged with the keywords beside "
                                           f"{kw})") from None
                 raise
             per_alt.append((n, a))
+        if not per_alt:
+            last = empty.message if empty else ""
+            raise EmptySchema(f"{ptr}/{kw}", f"no alternative of {kw} admits a value (the last: {last})")
         if overlap is not None:
             self._separate(per_alt, s, ptr, overlap)
         for n, _ in per_alt:
@@ -566,13 +574,13 @@ class SchemaCompiler:
                 continue
             out.append(v)
         if not out:
-            raise SpecError(f"{ptr}/{kw}", f"no {kw} value matches type {typ!r}")
+            raise EmptySchema(f"{ptr}/{kw}", f"no {kw} value matches type {typ!r}")
         other = keys - {"type", "enum", "const"}
         for k in sorted(other):
             # keywords beside enum must not exclude values silently: check them
             out = [v for v in out if _satisfies(v, k, s[k], ptr)]
         if not out:
-            raise SpecError(ptr, "no enum value satisfies the schema's other keywords")
+            raise EmptySchema(ptr, "no enum value satisfies the schema's other keywords")
         return Scalar(ptr, "enum", values=out)
 
     def _object(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
@@ -588,12 +596,23 @@ class SchemaCompiler:
             self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
             ap = False
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
-        fields = [Field(k, self.node(v, f"{ptr}/properties/{escape_pointer(k)}", depth + 1), k in req)
-                  for k, v in props.items()]
+        fields = []
+        for k, v in props.items():
+            try:
+                fields.append(Field(k, self.node(v, f"{ptr}/properties/{escape_pointer(k)}", depth + 1), k in req))
+            except EmptySchema as e:
+                if k in req:
+                    raise
+                if extra is not None:  # an open object would take the key back as an extra member
+                    raise SpecError(e.pointer, f"{e.message}; the property must then be absent, which an open "
+                                    "object (additionalProperties true or a schema) cannot enforce here") from None
+                # JSON Schema: an optional property whose schema admits no value must be absent
+                self._note(f"{ptr}/properties/{escape_pointer(k)}", "", f"admits no value ({e.message}): the "
+                           "property is left out")
         for r in dict.fromkeys(req):
             if r not in props:
                 if explicit_closed:
-                    raise SpecError(f"{ptr}/required", f"required property {r!r} is not in properties "
+                    raise EmptySchema(f"{ptr}/required", f"required property {r!r} is not in properties "
                                     "and additionalProperties is false: no object fits")
                 self._note(ptr, "required", f"required property {r!r} is not in properties: any value")
                 fields.append(Field(r, extra if extra is not None else Scalar(f"{ptr}/required", "any"), True))
@@ -601,7 +620,7 @@ class SchemaCompiler:
         lo = _nonneg_int(s["minProperties"], ptr, "minProperties") if "minProperties" in keys else 0
         hi = _nonneg_int(s["maxProperties"], ptr, "maxProperties") if "maxProperties" in keys else None
         if hi is not None and hi < lo:
-            raise SpecError(f"{ptr}/maxProperties", f"maxProperties {hi} < minProperties {lo}: no object fits")
+            raise EmptySchema(f"{ptr}/maxProperties", f"maxProperties {hi} < minProperties {lo}: no object fits")
         index = {f.key: i for i, f in enumerate(fields)}
         rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi,
                             {index[a]: sum(1 << index[b] for b in bs) for a, bs in deps.items()}, extra is not None)
@@ -612,7 +631,7 @@ class SchemaCompiler:
                 "maxProperties" if "maxProperties" in keys else sorted(keys & {"dependencies", "dependentRequired"})[0]
             closed = "" if extra is not None else (f" in this closed object ({len(fields)} declared properties; "
                                                    "an object without additionalProperties is closed)")
-            raise SpecError(f"{ptr}/{kw}", f"no object fits: minProperties {lo}, maxProperties {hi}, the required "
+            raise EmptySchema(f"{ptr}/{kw}", f"no object fits: minProperties {lo}, maxProperties {hi}, the required "
                             f"properties and dependencies together admit no set of properties{closed}")
         return Obj(ptr, fields, extra, rules)
 
@@ -647,7 +666,7 @@ class SchemaCompiler:
                 if a in declared:
                     f = next(f for f in fields if f.key == a)
                     if f.required:
-                        raise SpecError(f"{ptr}/required", f"required property {a!r} depends on a property that "
+                        raise EmptySchema(f"{ptr}/required", f"required property {a!r} depends on a property that "
                                         "additionalProperties false forbids: no object fits")
                     fields.remove(f)
                     declared.discard(a)
@@ -672,7 +691,7 @@ class SchemaCompiler:
                     g = next((f for f in fields if f.key == a), None)
                     if g is not None:
                         if g.required:
-                            raise SpecError(f"{ptr}/required", f"required property {a!r} depends on a property "
+                            raise EmptySchema(f"{ptr}/required", f"required property {a!r} depends on a property "
                                             "that can never appear: no object fits")
                         fields.remove(g)
                         declared.discard(a)
@@ -691,8 +710,16 @@ class SchemaCompiler:
         lo = _nonneg_int(s.get("minItems", 0), ptr, "minItems")
         hi = _nonneg_int(s["maxItems"], ptr, "maxItems") if "maxItems" in s else None
         if hi is not None and hi < lo:
-            raise SpecError(f"{ptr}/maxItems", f"maxItems {hi} < minItems {lo}: no array fits")
-        return Arr(ptr, self.node(items, f"{ptr}/items", depth + 1), lo, hi)
+            raise EmptySchema(f"{ptr}/maxItems", f"maxItems {hi} < minItems {lo}: no array fits")
+        try:
+            item = self.node(items, f"{ptr}/items", depth + 1)
+        except EmptySchema as e:
+            if lo > 0:
+                raise EmptySchema(f"{ptr}/minItems", f"minItems {lo}, but the items admit no value ({e.message})") \
+                    from None
+            self._note(f"{ptr}/items", "", f"admits no value ({e.message}): only the empty array")
+            return Arr(ptr, Scalar(f"{ptr}/items", "any"), 0, 0)
+        return Arr(ptr, item, lo, hi)
 
     def _free_number(self, s: dict, ptr: str) -> Scalar:
         """A number without multipleOf: any decimal, bounds kept exactly as values (the tighter of
@@ -711,7 +738,7 @@ class SchemaCompiler:
                 if hi is None or v < hi or (v == hi and is_open):
                     hi, hi_open = v, is_open
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_open or hi_open))):
-            raise SpecError(ptr, "the bounds leave no value")
+            raise EmptySchema(ptr, "the bounds leave no value")
         return Scalar(ptr, "number", nlo=lo, nlo_open=lo_open, nhi=hi, nhi_open=hi_open)
 
     def _numeric(self, s: dict, ptr: str, typ: str) -> Scalar:
@@ -741,7 +768,7 @@ class SchemaCompiler:
             e = math.ceil(_num(s["exclusiveMaximum"], ptr, "exclusiveMaximum") / step) - 1
             hi = e if hi is None else min(hi, e)
         if lo is not None and hi is not None and lo > hi:
-            raise SpecError(ptr, "the bounds leave no value")
+            raise EmptySchema(ptr, "the bounds leave no value")
         kind = "integer" if step == 1 and typ == "integer" else "fixed"
         return Scalar(ptr, kind, lo=lo, hi=hi, step=step)
 
