@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -55,7 +56,7 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
     members = [(normalise({k: v for k, v in own.items() if k in validation}), ptr)]
     members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set())
     try:
-        merged = _merge_members(members, ptr, validation)
+        merged = _merge_members(members, ptr, _Ctx(validation, lambda m, mp: _member(m, mp, resolve, normalise, set())))
     except NoValue as e:
         raise EmptySchema(e.pointer, f"{e.message}: the allOf at {ptr or '/'} admits no value") from None
     merged.update({k: v for k, v in own.items() if k not in validation})
@@ -96,14 +97,21 @@ def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dic
     return [(m, mptr)] + out
 
 
-def _merge_members(members: list[tuple[dict, str]], ptr: str, validation: set[str]) -> dict:
+@dataclass(frozen=True)
+class _Ctx:
+    validation: set[str]
+    member: Callable[[Any, str], list[tuple[dict, str]]]  # a schema as flattened members ($ref, allOf)
+
+
+def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
+    validation = ctx.validation
     for m, mptr in members:
         for k in _REFUSED:
             if k in m:
                 raise SpecError(f"{mptr}/{k}", f"keyword {k!r} inside allOf is not supported")
     unions = [(m, mptr) for m, mptr in members if "anyOf" in m or "oneOf" in m]
     if unions:
-        return _distribute(members, unions, ptr, validation)
+        return _distribute(members, unions, ptr, ctx)
     out: dict[str, Any] = {}
     _merge_type(members, out)
     _merge_values(members, out)
@@ -125,8 +133,7 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, validation: set[st
     return out
 
 
-def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]], ptr: str,
-                validation: set[str]) -> dict:
+def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
     """allOf(X, anyOf(A), ...) = anyOf(allOf(X, a) for a in A); oneOf likewise (a value in X
     matches exactly one a iff it matches exactly one X-and-a). One union member at a time."""
     m, mptr = unions[0]
@@ -149,14 +156,12 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
         aptr = f"{mptr}/{kw}/{i}"
         if a is False:
             continue
-        if a is True:
-            a = {}
-        if not isinstance(a, dict):
-            raise SpecError(aptr, f"a schema must be an object, got {json.dumps(a)[:60]}")
         try:
-            kept.append(_merge_members(rest + [(a, aptr)], ptr, validation))
+            kept.append(_merge_members(rest + ctx.member(a, aptr), ptr, ctx))
         except NoValue as e:
             last = e  # this alternative contradicts the other members: it admits nothing
+        except EmptySchema as e:
+            last = NoValue(e.pointer, e.message)
     if not kept:
         assert last is not None
         raise last

@@ -285,9 +285,14 @@ class SchemaCompiler:
         keys = self._keywords(s, ptr)
         if "$ref" in keys:
             others = keys - {"$ref"}
-            if others:
-                k = sorted(others)[0]
-                raise SpecError(f"{ptr}/{escape_pointer(k)}", f"keyword {k!r} beside '$ref' is not supported")
+            if others and self._ref_siblings_ignored():
+                for k in sorted(others):
+                    self._note(ptr, k, "beside '$ref': ignored (drafts 4 to 7 ignore the siblings of $ref)")
+                others = set()
+            if others:  # 2019-09 and later: $ref is one more applicator beside the others
+                rest = {k: v for k, v in s.items() if k != "$ref"}
+                return self._all_of({**rest, "allOf": [{"$ref": s["$ref"]}] + list(rest.get("allOf", []))},
+                                    ptr, depth)
             ref = s["$ref"]
             if ref in self._ref_stack:
                 raise SpecError(f"{ptr}/$ref", f"recursive reference {ref!r} is not supported")
@@ -349,6 +354,12 @@ class SchemaCompiler:
                 raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
         return self._numeric(s, ptr, typ)
+
+    def _ref_siblings_ignored(self) -> bool:
+        """Drafts 4, 6 and 7 ignore every keyword beside `$ref`; later drafts (and a document
+        without `$schema`, which `jsonschema` reads as the latest) apply them."""
+        d = self.doc.get("$schema") if isinstance(self.doc, dict) else None
+        return isinstance(d, str) and any(f"draft-0{n}" in d for n in (3, 4, 6, 7))
 
     # -- allOf ------------------------------------------------------------------------------------
     def _all_of(self, s: dict, ptr: str, depth: int) -> LayoutNode:

@@ -187,3 +187,22 @@ def test_annotations_beside_all_of_are_kept_and_relations_apply() -> None:
 
 def _no_ref(ref: Any, ptr: str) -> tuple[Any, str]:
     raise AssertionError("no $ref here")
+
+
+@pytest.mark.parametrize("draft", [None, "http://json-schema.org/draft-07/schema#",
+                                   "https://json-schema.org/draft/2020-12/schema"])
+def test_keywords_beside_ref_follow_the_declared_draft(draft: str | None) -> None:
+    """2019-09 and later apply the keywords beside $ref (an allOf); drafts 4 to 7 ignore them.
+    `jsonschema` with the same draft is the oracle."""
+    schema: dict = {"$defs": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "type": "object",
+                    "properties": {"x": {"$ref": "#/$defs/n", "maximum": 3, "multipleOf": 2},
+                                   "y": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}], "minimum": 5}},
+                    "required": ["x"], "additionalProperties": False}
+    if draft:
+        schema["$schema"] = draft
+    cs = compile_spec(schema)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    for x in range(-1, 11):
+        for y in [None, 0, 4, 5, 9, 10, "absent"]:
+            v = {"x": x} if y == "absent" else {"x": x, "y": y}
+            assert (cs.check(v) == []) == validator.is_valid(v), (draft, v)
