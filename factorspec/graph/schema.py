@@ -61,7 +61,7 @@ JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
                "dependentRequired", "dependencies"},
-    "array": {"items", "minItems", "maxItems"},
+    "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "string": {"minLength", "maxLength"},
@@ -179,6 +179,7 @@ class Arr:
     item: LayoutNode
     min_items: int
     max_items: int | None
+    unique: bool = False  # uniqueItems: compiled as FactorSpec's all_different (spec.unique_relations)
 
 
 LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the template tree)
@@ -730,7 +731,8 @@ class SchemaCompiler:
                     from None
             self._note(f"{ptr}/items", "", f"admits no value ({e.message}): only the empty array")
             return Arr(ptr, Scalar(f"{ptr}/items", "any"), 0, 0)
-        return Arr(ptr, item, lo, hi)
+        unique = s.get("uniqueItems") is True and (hi is None or hi > 1)
+        return Arr(ptr, item, lo, hi, unique)
 
     def _free_number(self, s: dict, ptr: str) -> Scalar:
         """A number without multipleOf: any decimal, bounds kept exactly as values (the tighter of

@@ -8,9 +8,10 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
-from factorspec.graph.ground import Grounder, load_relations
+from factorspec.graph.ground import Grounder, Relation, load_relations
 from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
 from factorspec.graph.objects import fresh_keys, minimal_members
+from factorspec.graph.relations import from_json
 from factorspec.graph.schema import (
     EXTENSION_KEY,
     Arr,
@@ -78,6 +79,7 @@ class CompiledSpec:
         self.open_objects = open_objects
         self.template: LayoutNode = compile_schema(doc, open_objects)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
+        self.relations += unique_relations(self.template)
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
         g = Grounder(self.template, self.tables, self.relations)
@@ -307,5 +309,62 @@ def _free_number_value(s: Scalar) -> Any:
     elif s.nlo is not None and s.nhi is not None:
         v = (s.nlo + s.nhi) / 2
     else:
-        v = s.nlo + 1 if s.nlo is not None else s.nhi - 1  # type: ignore[operator]
+        v = s.nlo + 1 if s.nlo is not None else s.nhi - 1  # type: ignore[operator,assignment]
     return int(v) if v.denominator == 1 else v
+
+
+MAX_UNIQUE_ITEMS = 1000  # a uniqueItems array without maxItems is bounded by its items' domain
+
+
+def unique_relations(template: LayoutNode) -> list[Relation]:
+    """`uniqueItems` as FactorSpec's own all_different over the array's items: exact, on items
+    with a finite domain (enums, booleans, bounded integers and fixed-point numbers), for arrays
+    reached through object properties. Other uniqueItems arrays are refused naming the pointer."""
+    out: list[Relation] = []
+
+    def walk(node: LayoutNode, keys: list[str], under_array: bool) -> None:
+        if isinstance(node, Obj):
+            for f in node.fields:
+                walk(f.node, keys + [f.key], under_array)
+            if node.extra is not None:
+                walk(node.extra, keys + ["*"], True)
+        elif isinstance(node, Arr):
+            if node.unique:
+                ptr = node.pointer
+                item = node.item
+                if under_array or "*" in keys or not keys:
+                    raise SpecError(f"{ptr}/uniqueItems", "uniqueItems is supported on arrays reached through "
+                                    "declared object properties only (not the root, nor inside another array "
+                                    "or an open object)")
+                if not (isinstance(item, Scalar) and item.finite):
+                    what = item.kind if isinstance(item, Scalar) else "object" if isinstance(item, Obj) else "array"
+                    raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems needs items with a finite domain (enum, "
+                                    f"boolean, bounded integer or multipleOf number); these items are {what}")
+                size = len(item.values) if item.kind == "enum" else item.hi - item.lo + 1  # type: ignore[operator]
+                if node.max_items is None or node.max_items > size:
+                    if size > MAX_UNIQUE_ITEMS:
+                        raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over {size} possible item values needs "
+                                        f"maxItems (at most {MAX_UNIQUE_ITEMS})")
+                    node.max_items = size  # exact: distinct items from a domain of `size` values
+                if node.min_items > node.max_items:
+                    raise SpecError(f"{ptr}/minItems", f"minItems {node.min_items} distinct items, but the items "
+                                    f"have only {size} possible values")
+                ast = {"op": "call", "func": "all_different", "args": [{"path": keys + ["*"]}]}
+                out.append(Relation(f"uniqueItems at {ptr}", f"all_different({'.'.join(keys)}[*])",
+                                    from_json(ast), "", f"{ptr}/uniqueItems"))
+            walk(node.item, keys + ["*"], True)
+        elif isinstance(node, Scalar) and node.kind == "union":
+            for a in node.alts:
+                if _has_unique(a):
+                    raise SpecError(f"{a.pointer or '/'}", "uniqueItems inside anyOf/oneOf is not supported")
+
+    walk(template, [], False)
+    return out
+
+
+def _has_unique(node: LayoutNode) -> bool:
+    if isinstance(node, Obj):
+        return any(_has_unique(f.node) for f in node.fields) or (node.extra is not None and _has_unique(node.extra))
+    if isinstance(node, Arr):
+        return node.unique or _has_unique(node.item)
+    return isinstance(node, Scalar) and node.kind == "union" and any(_has_unique(a) for a in node.alts)
