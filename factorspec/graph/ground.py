@@ -97,11 +97,36 @@ def _norm_value(v: Any, where: str) -> Any:
     raise SpecError(where, f"table values must be JSON scalars, got {json.dumps(v)[:40]}")
 
 
+@dataclass(frozen=True)
+class SubTable:
+    """A table inside a table (`{"ann": {"mon": 8}}`, `[{"a": 1}, ...]`): looked up one key at a
+    time, `hours[p][d]`; it is not a value (membership and comparison refuse it)."""
+
+    data: Any  # a normalised table: a dict, or a list of row tuples
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _norm_entry(v: Any, where: str) -> Any:
+    """A value of an object table: a scalar, or a table of its own (an object, or a list)."""
+    if isinstance(v, (dict, list)):
+        return SubTable(_norm_table_at(where, v))
+    return _norm_value(v, where)
+
+
 def _norm_table(name: str, data: Any) -> Any:
-    where = f"/x-factorspec/tables/{escape_pointer(name)}"
+    return _norm_table_at(f"/x-factorspec/tables/{escape_pointer(name)}", data)
+
+
+def _norm_table_at(where: str, data: Any) -> Any:
     if isinstance(data, dict):
-        return {k: _norm_value(v, f"{where}/{escape_pointer(k)}") for k, v in data.items()}
+        out = {k: _norm_entry(v, f"{where}/{escape_pointer(k)}") for k, v in data.items()}
+        _same_shape(list(out.values()), where)
+        return out
     if isinstance(data, list):
+        if data and all(isinstance(r, dict) for r in data):  # a list of objects: positional sub-tables
+            return [(SubTable(_norm_table_at(f"{where}/{i}", r)),) for i, r in enumerate(data)]
         rows = []
         width = None
         for i, r in enumerate(data):
@@ -113,6 +138,13 @@ def _norm_table(name: str, data: Any) -> Any:
             rows.append(row)
         return rows
     raise SpecError(where, "a table must be an object (lookup) or an array (allowed tuples/values)")
+
+
+def _same_shape(vals: list, where: str) -> None:
+    """An object table holds values or tables, not both (a lookup's kind must be one)."""
+    subs = sum(isinstance(v, SubTable) for v in vals)
+    if 0 < subs < len(vals):
+        raise SpecError(where, "an object table holds either values or tables, not both")
 
 
 class Grounder:
@@ -322,6 +354,11 @@ class Grounder:
                 raise self.err(f"'in' range of {name!r} must be an array path (its indices), a table "
                                f"(its values, or an object table's keys) or a..b, not "
                                f"{to_text(rng['args'][0])}")
+            if not any(True for _ in _index_sites(body, name)):  # `for x in xs` read as Python's
+                arr_text = to_text(rng["args"][0])
+                raise self.err(f"'{name} in {arr_text}' ranges over the indices of {arr_text} (0, 1, ...), not "
+                               f"its items, and {name!r} is never used as an index: write {arr_text}[{name}] "
+                               f"for the item (e.g. 'count({arr_text}[{name}] > 2 for {name} in {arr_text})')")
             return list(range(self._check_max_items(ref.path, ref.node)))
         # infer: every array index that mentions `name` must be in bounds
         allowed: Optional[set[int]] = None
@@ -396,6 +433,9 @@ class Grounder:
         """What `name in TABLE` ranges over: an object table's keys, a list table's values."""
         if isinstance(t.data, dict):
             return list(t.data)
+        if t.data and isinstance(t.data[0][0], SubTable):
+            raise self.err(f"{name!r} cannot range over table {t.name!r}: its entries are tables "
+                           f"(write 'forall k in 0..{len(t.data)}: ... {t.name}[k] ...' to take them by position)")
         if any(len(r) != 1 for r in t.data):
             raise self.err(f"{name!r} cannot range over table {t.name!r}: its rows have several columns "
                            f"(write 'forall k in 0..{len(t.data)}: ... {t.name}[k][0] ...' to take rows by position)")
@@ -409,6 +449,10 @@ class Grounder:
                 return val
             if isinstance(val, Fraction) and val.denominator == 1:
                 return int(val)
+        if isinstance(v, E.Node) and any(self.vars[i] in self.len_var_of.values() for i in v.vars):
+            raise self.err(f"{to_text(ast)} must be a constant integer, but it depends on the length of a "
+                           f"variable-length array (minItems < maxItems); range over the items that exist with "
+                           f"'forall i in ARRAY: ...' or 'forall i: ...' instead")
         raise self.err(f"{to_text(ast)} must be a constant integer (only index variables and constants)")
 
     # value conversion --------------------------------------------------------------------------
@@ -489,8 +533,10 @@ class Grounder:
             a = self.numeric(self.expr(args[0], env, guards), args[0])
             b = self.numeric(self.expr(args[1], env, guards), args[1])
             if op in ("//", "%"):
-                if b.vars or b.ev([]) == 0:
-                    raise self.err(f"'{op}' needs a non-zero constant divisor (in {to_text(ast)})")
+                if b.vars:
+                    return self._floor_divide(op, a, b, ast)
+                if b.ev([]) == 0:
+                    raise self.err(f"division by zero (in {to_text(ast)})")
             return _fold(E.Arith(op, a, b))
         if op == "neg":
             return _fold(E.Unary("neg", self.numeric(self.expr(args[0], env, guards), args[0])))
@@ -561,6 +607,8 @@ class Grounder:
                 r2 = self._attr(r, name, extra, ast)  # an optional field adds its presence guard
                 items.append((E.conj(([g] if g is not None else []) + extra), r2))
             return ListVal(items)
+        if isinstance(base, TableRef) and isinstance(base.data, dict):  # menu[k].kcal: menu[k]["kcal"]
+            return self._lookup(base, E.Const(name), ast)
         if isinstance(base, Ref) and isinstance(base.node, Scalar) and base.node.kind == "any":
             raise self.err(f"{path_text(base.path)}.{name} is inside an open layout: {path_text(base.path)} "
                            f"({base.node.pointer or '/'}) may be any JSON value, so relations cannot name its "
@@ -638,10 +686,18 @@ class Grounder:
             items.append((E.conj(self.guards(p)[len(self.guards(base.path)):]), Ref(p, a.item)))
         return ListVal(items)
 
-    def _lookup(self, t: TableRef, key: E.Node, ast: dict) -> E.Node:
+    def _lookup(self, t: TableRef, key: E.Node, ast: dict) -> Any:
         if not isinstance(t.data, dict):
             return self._table_position(t, key, ast)
         vals = list(t.data.values())
+        if vals and isinstance(vals[0], SubTable):  # a table of tables: hours[p][d]
+            if isinstance(key, E.Const):
+                if key.v not in t.data:
+                    raise self.err(f"key {key.v!r} is not in table {t.name!r}")
+                return TableRef(f"{t.name}[{key.v!r}]", t.data[key.v].data)
+            keys = list(t.data)
+            pos = E.Lookup({k: i for i, k in enumerate(keys)}, _set_safe(key), "num")
+            return SelRef(pos, {i: TableRef(f"{t.name}[{k!r}]", t.data[k].data) for i, k in enumerate(keys)})
         kind = "num" if all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in vals) else "sym"
         if isinstance(key, E.Const):
             if key.v not in t.data:
@@ -658,7 +714,12 @@ class Grounder:
                            f"not by a {key.kind} (in {to_text(ast)})")
         wide = any(len(r) != 1 for r in rows)
 
+        sub = bool(rows) and isinstance(rows[0][0], SubTable)
+        wide = wide or sub
+
         def item(k: int) -> Any:
+            if sub:
+                return TableRef(f"{t.name}[{k}]", rows[k][0].data)
             if wide:
                 return TableRef(f"{t.name}[{k}]", [(x,) for x in rows[k]])
             return E.Const(rows[k][0])
@@ -738,6 +799,19 @@ class Grounder:
             raise self.err(f"division by zero: {to_text(ast['args'][1])} can only be 0 (in {to_text(ast)})")
         return E.Select(_set_safe(b), opts)
 
+    def _floor_divide(self, op: str, a: E.Node, b: E.Node, ast: dict) -> E.Node:
+        """a // b and a % b by a field (Python's floor semantics): an element over b's possible
+        values, each a division by a constant; b == 0 has no value (the instance is false)."""
+        vals = _finite_values(b, all_vars=self.vars)
+        if vals is None:
+            raise self.err(f"'{op}' by {to_text(ast['args'][1])} is not supported: divide by a constant, a "
+                           f"field, a length, or an expression of at most {DIV_LIMIT} values (in {to_text(ast)})")
+        opts: dict[Any, E.Node] = {v: _set_safe(_fold(E.Arith(op, a, E.Const(v)))) for v in vals
+                if isinstance(v, (int, Fraction)) and not isinstance(v, bool) and v != 0}
+        if not opts:
+            raise self.err(f"division by zero: {to_text(ast['args'][1])} can only be 0 (in {to_text(ast)})")
+        return E.Select(_set_safe(b), opts)
+
     def _conditional(self, ast: dict, env: dict, guards: list) -> E.Node:
         """`A if C else B`: the items that a branch mentions need to exist only when it is taken."""
         cond_ast, a_ast, b_ast = ast["args"]
@@ -805,21 +879,28 @@ class Grounder:
         elems = [self.value(x, item_ast) for _, x in item.items] if isinstance(item, ListVal) \
             else [self.value(item, item_ast)]
         cont = self.expr(cont_ast, env, guards)
+        if isinstance(cont, Ref) and isinstance(cont.node, Arr):  # x in arr: one of its items
+            cont = self._star(cont, cont_ast)
         if isinstance(cont, TableRef):
             if isinstance(cont.data, dict):
                 rows = [(k,) for k in cont.data]
             else:
                 rows = cont.data
+                if rows and isinstance(rows[0][0], SubTable):
+                    raise self.err(f"table {cont.name!r} holds tables, so nothing is a member of it; "
+                                   f"look an entry up first (in {to_text(ast)})")
         elif isinstance(cont, ListVal):
-            vals = [n for _, n in cont.items]
-            if all(isinstance(v, E.Const) for v in vals):
-                rows = [(v.v,) for v in vals]
-            else:
+            vals = [(g, self.value(n, cont_ast)) for g, n in cont.items]
+            if all(g is None and isinstance(v, E.Const) for g, v in vals):
+                rows = [(v.v,) for _, v in vals]  # type: ignore[attr-defined]
+            else:  # items of the record (x in xs, x in xs[*]): equal to some item that exists
                 if len(elems) != 1:
                     raise self.err(f"tuple membership needs a table (in {to_text(ast)})")
-                return _fold(E.Or([E.Cmp("==", elems[0], v) for v in vals]))
+                return _fold(E.Or([E.Cmp("==", elems[0], v) if g is None else E.And([g, E.Cmp("==", elems[0], v)])
+                                   for g, v in vals]))
         else:
-            raise self.err(f"'in' needs a table name or a [list] on its right (in {to_text(ast)})")
+            raise self.err(f"'in' needs a table, an array of the record or a [list] on its right, not "
+                           f"{to_text(cont_ast)} (in {to_text(ast)})")
         if rows and any(len(r) != len(elems) for r in rows):
             raise self.err(f"{len(elems)} values tested against a table of {len(rows[0])} columns (in {to_text(ast)})")
         return _fold(E.Member(elems, list(rows)))
@@ -853,6 +934,8 @@ class Grounder:
         if tuples and arg.get("op") == "tuple":
             return [(None, self._item_value(arg, env, guards, True))]
         v = self.expr(arg, env, guards)
+        if isinstance(v, Ref) and isinstance(v.node, Arr):  # sum(xs) as Python writes it: sum(xs[*])
+            v = self._star(v, arg)
         if isinstance(v, ListVal):
             return [(g, self.value(x, arg)) for g, x in v.items]
         return [(None, self.value(v, arg))]
@@ -881,6 +964,9 @@ class Grounder:
             if len(args) != 1:
                 raise self.err(f"{func}() takes one array")
             base = self.expr(args[0], env, guards)
+            if func == "len" and isinstance(base, ListVal):  # len(tables[*].guests[*]): the items there are
+                return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
+                                   for g, _x in base.items]))
             if not isinstance(base, Ref) or not isinstance(base.node, Arr):
                 raise self.err(f"{func}() needs an array (in {to_text(ast)})")
             if func == "len":
@@ -907,6 +993,14 @@ class Grounder:
             if any(isinstance(n, tuple) for _g, n in items):
                 return _fold(_distinct_tuples(items, self.err, ast))
             return _fold(AllDiff(items))
+        if func in ("all", "any"):  # Python's all/any: forall/exists over the items there are
+            for _g, n in items:
+                if n.kind != "bool":
+                    raise self.err(f"{func}() takes conditions (true/false items) (in {to_text(ast)})")
+            if func == "all":
+                return _fold(E.And([n if g is None else E.implies(g, n) for g, n in items]) if items
+                             else E.Const(True))
+            return _fold(E.Or([n if g is None else E.And([g, n]) for g, n in items]) if items else E.Const(False))
         if func == "count":
             terms: list[E.Node] = []
             for g, n in items:
@@ -915,14 +1009,31 @@ class Grounder:
                 c = n if g is None else E.And([g, n])
                 terms.append(E.If(c, E.Const(1), E.Const(0)))
             return _fold(_sum(terms))
+        if func in ("min", "max") and items and all(n.kind == "sym" for _g, n in items):
+            return self._string_extreme(func, items, ast)
         for _g, n in items:
             if n.kind not in ("num", "bool"):
-                raise self.err(f"{func}() needs numbers (in {to_text(ast)})")
+                raise self.err(f"{func}() needs numbers, or strings only (in {to_text(ast)})")
         if func == "sum":
             return _fold(_sum([n if g is None else E.If(g, n, E.Const(0)) for g, n in items]))
         if not items:
             raise self.err(f"{func}() of nothing")
         return _fold(E.MinMax(func == "max", items))
+
+    def _string_extreme(self, func: str, items: list, ast: dict) -> E.Node:
+        """min/max of strings (code-point order, as '<'): the extreme rank, read back as its string."""
+        vals: list = []
+        for _g, n in items:
+            vs = _finite_values(n, sym=True)
+            if vs is None:
+                raise self.err(f"{func}() of strings needs enum fields, table values or constants (in {to_text(ast)})")
+            vals += vs
+        strs = sorted({x for x in vals if isinstance(x, str)})
+        rank = {x: i for i, x in enumerate(strs)}
+        ranked: list[tuple[Optional[E.Node], E.Node]] = [
+            (g, E.Const(rank[n.v]) if isinstance(n, E.Const) and n.v in rank else E.Lookup(rank, n, "num"))
+            for g, n in items]
+        return E.Lookup(dict(enumerate(strs)), E.AsInterval(E.MinMax(func == "max", ranked)), "sym")
 
     def _has(self, ast: dict, env: dict) -> E.Node:
         """has(path): whether the field or item exists in the record (optional properties,

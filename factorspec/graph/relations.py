@@ -17,7 +17,7 @@ Ast = dict[str, Any]
 
 CMP_OPS = ("==", "!=", "<=", ">=", "<", ">")
 FUNCS = ("sum", "count", "min", "max", "all_different", "len", "first", "last", "abs", "round",
-         "has", "present", "set", "no_overlap")
+         "has", "present", "set", "no_overlap", "all", "any")
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:
@@ -148,7 +148,15 @@ class _Parser:
         t = self.peek()
         if t[0] == "op" and t[1] in CMP_OPS:
             self.i += 1
-            return {"op": t[1], "args": [left, self.arith()]}
+            right = self.arith()
+            node = {"op": t[1], "args": [left, right]}
+            parts = [node]
+            while self.at("op") and self.peek()[1] in CMP_OPS:  # Python's chain: 1 <= x <= 5
+                op = self.take("op")
+                nxt = self.arith()
+                parts.append({"op": op, "args": [right, nxt]})
+                right = nxt
+            return node if len(parts) == 1 else {"op": "and", "args": parts}
         negate = False
         if self.at("kw", "not") and self.at("kw", "in", 1):
             self.i += 1
@@ -157,8 +165,10 @@ class _Parser:
             self.take("kw", "in")
             if self.at("op", "["):
                 container = self.list_literal()
-            else:
-                container = {"name": self.take("name")}
+            else:  # a table, or an array of the record: `x in xs`, `x in xs[*]`, `x in t[0].ys`
+                if not self.at("name"):
+                    raise ValueError("'in' needs a table, an array path or a [list] on its right")
+                container = self.postfix()
             node = {"op": "in", "args": [left, container]}
             return {"op": "not", "args": [node]} if negate else node
         if negate:
