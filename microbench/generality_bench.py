@@ -132,8 +132,9 @@ tests/graph/test_generality.py.
 
 
 def markdown(rows: list[dict]) -> str:
-    head = PREAMBLE.format(budget=BUDGET_S) + ("| kind (large) | vars / factors | compile ms | root ms | solve ms | walk questions | p50 / p99 / max ms "
-            "| budget hits | walk valid | load |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    head = PREAMBLE.format(budget=BUDGET_S) + (
+        "| kind (large) | vars / factors | compile ms | root ms | solve ms | walk questions | p50 / p99 / max ms "
+        "| budget hits | walk valid | load |\n|---|---|---|---|---|---|---|---|---|---|\n")
     out = []
     for r in rows:
         walk = "" if r.get("walk_complete") else " (stopped)"
