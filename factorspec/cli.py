@@ -105,6 +105,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _error("the record nests too deeply to check")
     if not violations:
         print("valid")
+        soft = cs.soft_violations(record)  # preferences not met: reported, never invalid
+        if soft:
+            print(f"soft: {len(soft)} preference{'s' if len(soft) != 1 else ''} not met "
+                  f"(penalty {cs.soft_penalty(record)})")
+            for v in soft[:MAX_VIOLATIONS_SHOWN]:
+                print(f"  {v}")
         return EXIT_OK
     print(f"invalid: {len(violations)} violation{'s' if len(violations) != 1 else ''}")
     for v in violations[:MAX_VIOLATIONS_SHOWN]:

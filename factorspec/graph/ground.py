@@ -34,6 +34,8 @@ class Relation:
     ast: dict
     message: str = ""
     pointer: str = ""
+    soft: bool = False  # a preference: never restricts records or masks, reported apart by check
+    weight: int = 1
 
 
 @dataclass
@@ -1309,16 +1311,15 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
         ptr = f"{base}/relations/{i}"
         message = ""
         expr: Any
+        soft, weight = False, 1
         if isinstance(r, str):
             name, expr = f"relation[{i}]", r
         elif isinstance(r, dict):
-            extra = set(r) - {"name", "expr", "message"}
+            extra = set(r) - {"name", "expr", "message", "soft", "weight"}
             if extra:
                 key = sorted(extra)[0]
-                if key in ("soft", "weight"):
-                    raise SpecError(f"{ptr}/{key}", "soft relations are not supported yet (every relation must "
-                                                    "hold; see 'Soft relations' in docs/spec.md)")
                 raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
+            soft, weight = _soft_of(r, ptr)
             given = r.get("name", f"relation[{i}]")
             if not isinstance(given, str) or not given:
                 raise SpecError(f"{ptr}/name", "a relation's name must be a non-empty string")
@@ -1343,8 +1344,23 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
                 raise RelationError(name, "malformed AST", ptr) from None
         else:
             raise SpecError(f"{ptr}/expr", "expr must be a string or an AST object")
-        rels.append(Relation(name, text, ast, message, ptr))
+        rels.append(Relation(name, text, ast, message, ptr, soft, weight))
     return tables, rels
+
+
+def _soft_of(r: dict, ptr: str) -> tuple[bool, int]:
+    """`"soft": true` (with an optional positive integer `"weight"`, 1 by default)."""
+    soft = r.get("soft", False)
+    if not isinstance(soft, bool):
+        raise SpecError(f"{ptr}/soft", "soft must be true or false")
+    if "weight" not in r:
+        return soft, 1
+    w = r["weight"]
+    if not soft:
+        raise SpecError(f"{ptr}/weight", "a weight is for soft relations only (add \"soft\": true)")
+    if not isinstance(w, int) or isinstance(w, bool) or w < 1:
+        raise SpecError(f"{ptr}/weight", f"weight must be a positive integer, got {json.dumps(w)[:40]}")
+    return soft, w
 
 
 def _open_member_message(obj: Obj, where: str, name: str, text: str) -> str:
