@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
+from factorspec.graph.negation import eliminate, excluded_values, has_conditionals, is_value_exclusion
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
@@ -31,7 +32,7 @@ _MAX_COUNT = ("maxLength", "maxItems", "maxProperties", "maxContains")
 # keywords merged only when the members that have them agree exactly
 _EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "pattern", "unevaluatedItems",
                "unevaluatedProperties", "dependentSchemas")
-_REFUSED = ("not", "if", "then", "else", "$dynamicRef", "$recursiveRef")
+_REFUSED = ("$dynamicRef", "$recursiveRef")  # not/if/then/else: rewritten first (negation.py)
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required")
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
@@ -54,9 +55,10 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
     Raises SpecError naming a pointer when the members cannot be merged exactly or admit nothing."""
     own = {k: v for k, v in s.items() if k != "allOf"}
     members = [(normalise({k: v for k, v in own.items() if k in validation}), ptr)]
-    members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set())
+    members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set(), validation)
     try:
-        merged = _merge_members(members, ptr, _Ctx(validation, lambda m, mp: _member(m, mp, resolve, normalise, set())))
+        merged = _merge_members(members, ptr, _Ctx(validation, lambda m, mp: _member(m, mp, resolve, normalise, set(),
+                                                                                     validation)))
     except NoValue as e:
         raise EmptySchema(e.pointer, f"{e.message}: the allOf at {ptr or '/'} admits no value") from None
     merged.update({k: v for k, v in own.items() if k not in validation})
@@ -64,18 +66,18 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
 
 
 def _flatten(items: Any, ptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
-             refs: set[str]) -> list[tuple[dict, str]]:
+             refs: set[str], validation: set[str]) -> list[tuple[dict, str]]:
     if not isinstance(items, list) or not items:
         raise SpecError(ptr, "allOf must be a non-empty list of schemas")
     out: list[tuple[dict, str]] = []
     for i, m in enumerate(items):
         mptr = f"{ptr}/{i}"
-        out += _member(m, mptr, resolve, normalise, refs)
+        out += _member(m, mptr, resolve, normalise, refs, validation)
     return out
 
 
 def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
-            refs: set[str]) -> list[tuple[dict, str]]:
+            refs: set[str], validation: set[str]) -> list[tuple[dict, str]]:
     if m is True:
         return []
     if m is False:
@@ -83,16 +85,18 @@ def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dic
     if not isinstance(m, dict):
         raise SpecError(mptr, f"a schema must be an object, got {json.dumps(m)[:60]}")
     m = normalise(m)
+    if has_conditionals({k: v for k, v in m.items() if k in validation}):  # graph/negation.py
+        m = eliminate(m, mptr, resolve, normalise, validation)
     out: list[tuple[dict, str]] = []
     if "$ref" in m:
         ref = m["$ref"]
         if ref in refs:
             raise SpecError(f"{mptr}/$ref", f"recursive reference {ref!r} is not supported")
         target, tptr = resolve(ref, mptr)
-        out += _member(target, tptr, resolve, normalise, refs | {ref})
+        out += _member(target, tptr, resolve, normalise, refs | {ref}, validation)
         m = {k: v for k, v in m.items() if k != "$ref"}
     if "allOf" in m:
-        out += _flatten(m["allOf"], f"{mptr}/allOf", resolve, normalise, refs)
+        out += _flatten(m["allOf"], f"{mptr}/allOf", resolve, normalise, refs, validation)
         m = {k: v for k, v in m.items() if k != "allOf"}
     return [(m, mptr)] + out
 
@@ -123,7 +127,7 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict
     if any(m.get("uniqueItems") is True for m, _ in members):
         out["uniqueItems"] = True
     _merge_dependencies(members, out)
-    handled = {"type", "enum", "const", "multipleOf", "uniqueItems", "items", "dependentRequired",
+    handled = {"type", "enum", "const", "not", "multipleOf", "uniqueItems", "items", "dependentRequired",
                "dependencies", *_LOWER, *_UPPER, *_MIN_COUNT, *_MAX_COUNT, *_EQUAL_ONLY, *_OBJECT_KEYS,
                "maxProperties", "minProperties"}
     for m, mptr in members:
@@ -220,8 +224,21 @@ def _merge_values(members: list[tuple[dict, str]], out: dict) -> None:
             allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
             if not allowed:
                 raise NoValue(f"{mptr}/{kw}", "allOf members have no const/enum value in common")
+    excluded: dict[str, Any] = {}  # value exclusions, the one negative form left by negation.py
+    where = ""
+    for m, mptr in members:
+        if "not" in m:
+            if not is_value_exclusion(m["not"]):
+                raise SpecError(f"{mptr}/not", "keyword 'not' inside allOf cannot be merged")
+            excluded.update({_canon(v): v for v in excluded_values(m["not"])})
+            where = f"{mptr}/not"
     if allowed is not None:
+        allowed = {c: v for c, v in allowed.items() if c not in excluded}
+        if not allowed:
+            raise NoValue(where, "every const/enum value of the allOf is excluded by a 'not'")
         out["enum"] = list(allowed.values())
+    elif excluded:
+        out["not"] = {"enum": list(excluded.values())}
 
 
 def _exact(v: Any, where: str) -> Fraction:

@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
+from factorspec.graph.negation import eliminate, excluded_values, has_conditionals, is_value_exclusion
 from factorspec.graph.objects import ObjectRules, dependency_violations
 from factorspec.graph.relations import format_decimal
 
@@ -57,6 +58,7 @@ _TYPE_SPECIFIC = {
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
+MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at most this many values
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
@@ -303,9 +305,13 @@ class SchemaCompiler:
                 return self.node(target, tptr, depth + 1)
             finally:
                 self._ref_stack.pop()
+        if keys & {"not", "if", "then", "else"} and has_conditionals({k: s[k] for k in keys}):
+            # not / if-then-else pushed into positive allOf members (graph/negation.py)
+            self._note(ptr, "not" if "not" in keys else "if", "rewritten into positive keywords")
+            return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr, depth + 1)
         if "allOf" in keys:
             return self._all_of(s, ptr, depth)
-        for k in ("not", "if", "then", "else", "$dynamicRef", "$recursiveRef"):
+        for k in ("$dynamicRef", "$recursiveRef"):
             if k in keys:
                 raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
         if "anyOf" in keys or "oneOf" in keys:
@@ -320,6 +326,13 @@ class SchemaCompiler:
                 typ, types = types[0], None
         elif typ is not None and (not isinstance(typ, str) or typ not in _TYPE_KEYWORDS):
             raise SpecError(f"{ptr}/type", f"unknown type {typ!r}")
+        if "not" in keys and not ("enum" in keys or "const" in keys):  # a value exclusion (negation.py)
+            finite: dict[str, list[Any]] = {"boolean": [False, True], "null": [None]}
+            ts = types if types is not None else [typ] if isinstance(typ, str) else None
+            if ts is None or not all(t in finite for t in ts):
+                return self._excluding(s, ptr, depth)
+            s = {**s, "enum": [v for t in ts for v in finite[t]]}
+            keys = keys | {"enum"}
         if "enum" in keys or "const" in keys:
             return self._enum(s, keys, ptr, types if types is not None else typ)
         if typ is None and types is None:
@@ -355,6 +368,23 @@ class SchemaCompiler:
                 raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             return Scalar(ptr, "string", min_len=lo, max_len=hi)
         return self._numeric(s, ptr, typ)
+
+    def _excluding(self, s: dict, ptr: str, depth: int) -> Scalar:
+        """A bounded integer or fixed-point number minus the values a `not` excludes: the
+        remaining values, as an enum (at most MAX_EXCLUSION_DOMAIN of them)."""
+        base = self.node({k: v for k, v in s.items() if k != "not"}, ptr, depth + 1)
+        if not (isinstance(base, Scalar) and base.kind in ("integer", "fixed") and base.finite
+                and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
+            what = base.kind if isinstance(base, Scalar) else type(base).__name__.lower()
+            raise SpecError(f"{ptr}/not", "'not' excluding values is supported where the values are finite "
+                            f"(enum, const, boolean, null, an integer or multipleOf range of at most "
+                            f"{MAX_EXCLUSION_DOMAIN} values); here the values are {what}")
+        excluded = {_canon(x) for x in excluded_values(s["not"])}
+        assert base.lo is not None and base.hi is not None
+        values = [v for v in (base.decode(k) for k in range(base.lo, base.hi + 1)) if _canon(v) not in excluded]
+        if not values:
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
+        return Scalar(ptr, "enum", values=values)
 
     def _ref_siblings_ignored(self) -> bool:
         """Drafts 4, 6 and 7 ignore every keyword beside `$ref`; later drafts (and a document
@@ -848,6 +878,8 @@ def _canon(v: Any) -> str:
     """Canonical JSON of a value (1 and 1.0 are the same number)."""
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return json.dumps(v)
+    if isinstance(v, Fraction):
+        return "n" + str(v)
     if isinstance(v, (int, float)):
         return "n" + str(Fraction(str(v))) if not (isinstance(v, float) and not math.isfinite(v)) else repr(v)
     if isinstance(v, list):
@@ -878,6 +910,8 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
         a = _num(arg, ptr, kw)
         return {"minimum": v >= a, "maximum": v <= a, "exclusiveMinimum": v > a,
                 "exclusiveMaximum": v < a, "multipleOf": a != 0 and (Fraction(v) / a).denominator == 1}[kw]
+    if kw == "not" and is_value_exclusion(arg):
+        return _canon(v) not in {_canon(x) for x in excluded_values(arg)}
     if kw in ("minLength", "maxLength"):
         if not isinstance(v, str):
             return True

@@ -14,8 +14,6 @@ def _wrap(node: object) -> dict:
 
 UNSUPPORTED_KEYWORDS = [
     ({"type": "string", "pattern": "^x"}, "pattern"),
-    ({"not": {"type": "integer"}}, "not"),
-    ({"type": "integer", "if": {}, "then": {}}, "if"),
     ({"type": "object", "properties": {}, "patternProperties": {"^x": {}}}, "patternProperties"),
     ({"type": "object", "properties": {}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
     ({"type": "string", "pattern": "^x", "format": "date"}, "pattern"),
