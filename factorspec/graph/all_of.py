@@ -24,6 +24,7 @@ from factorspec.graph.negation import eliminate, excluded_values, has_conditiona
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
+MAX_EXPLORED = 4096  # combinations tried while distributing (contradicting ones are dropped early)
 
 _LOWER = ("minimum", "exclusiveMinimum")
 _UPPER = ("maximum", "exclusiveMaximum")
@@ -101,10 +102,17 @@ def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dic
     return [(m, mptr)] + out
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Ctx:
     validation: set[str]
     member: Callable[[Any, str], list[tuple[dict, str]]]  # a schema as flattened members ($ref, allOf)
+    explored: int = 0  # alternatives tried by _distribute, against MAX_EXPLORED
+
+    def spend(self, mptr: str, kw: str) -> None:
+        self.explored += 1
+        if self.explored > MAX_EXPLORED:
+            raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members: more than {MAX_EXPLORED} "
+                            "combinations of alternatives tried")
 
 
 def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
@@ -139,7 +147,10 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict
 
 def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
     """allOf(X, anyOf(A), ...) = anyOf(allOf(X, a) for a in A); oneOf likewise (a value in X
-    matches exactly one a iff it matches exactly one X-and-a). One union member at a time."""
+    matches exactly one a iff it matches exactly one X-and-a). One union member at a time,
+    depth first; a partial choice whose plain keywords already contradict (types, values, a
+    required property's values) is dropped before the next union is distributed, so the many
+    `if`/`then` members of one allOf cost about their number, not 2 to that power."""
     m, mptr = unions[0]
     if "anyOf" in m and "oneOf" in m:
         raise SpecError(f"{mptr}/oneOf", "keyword 'oneOf' beside 'anyOf' is not supported")
@@ -147,11 +158,6 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
     alts = m[kw]
     if not isinstance(alts, list) or not alts:
         raise SpecError(f"{mptr}/{kw}", f"{kw} must be a non-empty list of schemas")
-    width = math.prod(len(u[kw2]) for u, _ in unions for kw2 in ("anyOf", "oneOf")
-                      if isinstance(u.get(kw2), list))
-    if width > MAX_ALTERNATIVES:
-        raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members makes {width} alternatives "
-                        f"(at most {MAX_ALTERNATIVES} are merged)")
     rest = [(x, xp) for x, xp in members if xp != mptr or x is not m]
     rest.append(({k: v for k, v in m.items() if k != kw}, mptr))
     kept: list[dict] = []
@@ -160,8 +166,13 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
         aptr = f"{mptr}/{kw}/{i}"
         if a is False:
             continue
+        ctx.spend(mptr, kw)
         try:
-            kept.append(_merge_members(rest + ctx.member(a, aptr), ptr, ctx))
+            cand = rest + ctx.member(a, aptr)
+            if any("anyOf" in x or "oneOf" in x for x, _ in cand):
+                _merge_members([({k: v for k, v in x.items() if k not in ("anyOf", "oneOf")}, xp)
+                                for x, xp in cand], ptr, ctx)  # raises NoValue: prune here
+            kept.append(_merge_members(cand, ptr, ctx))
         except NoValue as e:
             last = e  # this alternative contradicts the other members: it admits nothing
         except EmptySchema as e:
@@ -169,7 +180,18 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
     if not kept:
         assert last is not None
         raise last
+    width = sum(_leaves(k) for k in kept)
+    if width > MAX_ALTERNATIVES:
+        raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members makes {width} alternatives "
+                        f"(at most {MAX_ALTERNATIVES} are merged)")
     return kept[0] if len(kept) == 1 else {kw: kept}
+
+
+def _leaves(x: dict) -> int:
+    for kw in ("anyOf", "oneOf"):
+        if isinstance(x.get(kw), list):
+            return sum(_leaves(a) if isinstance(a, dict) else 1 for a in x[kw])
+    return 1
 
 
 def _types_of(m: dict, mptr: str) -> set[str] | None:
@@ -336,6 +358,15 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
                                   "this allOf member's additionalProperties false forbids it (a member's "
                                   "additionalProperties judges the properties it does not list itself)")
                 continue  # forbidden by a member: the merged object cannot have it
+            values = _common_values(parts) if len(parts) > 1 else None
+            if values is not None and not values:
+                if k in required:
+                    raise NoValue(f"{ptr}/properties/{k}", f"allOf members give required property {k!r} no "
+                                  "const/enum value in common")
+                continue  # no value fits: the merged object cannot have it
+            if values is not None:
+                props_out[k] = {"enum": values}
+                continue
             props_out[k] = parts[0] if len(parts) == 1 else ({"allOf": parts} if parts else True)
         out["properties"] = props_out
         # JSON Schema reads an absent additionalProperties as true; the layout policy closes an
@@ -350,6 +381,31 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
             out["additionalProperties"] = True
     if required:
         out["required"] = required
+
+
+def _common_values(parts: list[Any]) -> list[Any] | None:
+    """The values common to property schemas that are plain value sets (const, enum, a value
+    exclusion), found while merging so that a contradicting alternative is dropped early; None
+    when some part is anything else (merged later, by the layout compiler)."""
+    allowed: dict[str, Any] | None = None
+    excluded: set[str] = set()
+    for p in parts:
+        if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "title", "description"}:
+            return None
+        if "not" in p:
+            if not is_value_exclusion(p["not"]):
+                return None
+            excluded |= {_canon(v) for v in excluded_values(p["not"])}
+        for kw in ("const", "enum"):
+            if kw in p:
+                vals = [p[kw]] if kw == "const" else p[kw]
+                if not isinstance(vals, list):
+                    return None
+                here = {_canon(v): v for v in vals}
+                allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
+    if allowed is None:
+        return None
+    return [v for c, v in allowed.items() if c not in excluded]
 
 
 def _merge_items(members: list[tuple[dict, str]], out: dict) -> None:
