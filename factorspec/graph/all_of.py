@@ -20,7 +20,14 @@ from fractions import Fraction
 from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
-from factorspec.graph.negation import eliminate, excluded_values, has_conditionals, is_value_exclusion
+from factorspec.graph.negation import (
+    eliminate,
+    excluded_values,
+    excludes_integers,
+    has_conditionals,
+    is_value_exclusion,
+    make_exclusion,
+)
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
@@ -247,20 +254,32 @@ def _merge_values(members: list[tuple[dict, str]], out: dict) -> None:
             if not allowed:
                 raise NoValue(f"{mptr}/{kw}", "allOf members have no const/enum value in common")
     excluded: dict[str, Any] = {}  # value exclusions, the one negative form left by negation.py
+    integers = False  # every integer excluded (the negation of type integer)
     where = ""
     for m, mptr in members:
         if "not" in m:
             if not is_value_exclusion(m["not"]):
                 raise SpecError(f"{mptr}/not", "keyword 'not' inside allOf cannot be merged")
             excluded.update({_canon(v): v for v in excluded_values(m["not"])})
+            integers |= excludes_integers(m["not"])
             where = f"{mptr}/not"
+    if integers and out.get("type") == "integer":
+        raise NoValue(where, "the allOf's integers are all excluded by a 'not'")
     if allowed is not None:
-        allowed = {c: v for c, v in allowed.items() if c not in excluded}
+        allowed = {c: v for c, v in allowed.items() if c not in excluded
+                   and not (integers and _is_integral(v))}
         if not allowed:
             raise NoValue(where, "every const/enum value of the allOf is excluded by a 'not'")
         out["enum"] = list(allowed.values())
-    elif excluded:
-        out["not"] = {"enum": list(excluded.values())}
+    elif excluded or integers:
+        out["not"] = make_exclusion(list(excluded.values()), integers)
+
+
+def _is_integral(v: Any) -> bool:
+    """JSON Schema's integer: a number with no fractional part (1.0 is one, true is not)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
+        return False
+    return float(v).is_integer() if isinstance(v, float) else Fraction(v).denominator == 1
 
 
 def _exact(v: Any, where: str) -> Fraction:
@@ -389,6 +408,7 @@ def _common_values(parts: list[Any]) -> list[Any] | None:
     when some part is anything else (merged later, by the layout compiler)."""
     allowed: dict[str, Any] | None = None
     excluded: set[str] = set()
+    integers = False
     for p in parts:
         if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "title", "description"}:
             return None
@@ -396,6 +416,7 @@ def _common_values(parts: list[Any]) -> list[Any] | None:
             if not is_value_exclusion(p["not"]):
                 return None
             excluded |= {_canon(v) for v in excluded_values(p["not"])}
+            integers |= excludes_integers(p["not"])
         for kw in ("const", "enum"):
             if kw in p:
                 vals = [p[kw]] if kw == "const" else p[kw]
@@ -405,7 +426,7 @@ def _common_values(parts: list[Any]) -> list[Any] | None:
                 allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
     if allowed is None:
         return None
-    return [v for c, v in allowed.items() if c not in excluded]
+    return [v for c, v in allowed.items() if c not in excluded and not (integers and _is_integral(v))]
 
 
 def _merge_items(members: list[tuple[dict, str]], out: dict) -> None:

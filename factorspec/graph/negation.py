@@ -37,14 +37,51 @@ _COUNT_FLIP = {"minLength": "maxLength", "maxLength": "minLength", "minItems": "
                "minProperties": "maxProperties", "maxProperties": "minProperties"}
 
 
+def exclusion_parts(x: Any) -> tuple[list[Any], bool] | None:
+    """The values a value exclusion removes and whether it removes every integer, or None when
+    `x` (the argument of a `not`) is not a value exclusion. The forms: `{"enum": [...]}`,
+    `{"const": v}`, `{"type": "integer"}` (from negating a type), and `{"anyOf": [...]}` of those."""
+    if not isinstance(x, dict) or len(x) != 1:
+        return None
+    if "const" in x:
+        return [x["const"]], False
+    if "enum" in x:
+        return (list(x["enum"]), False) if isinstance(x["enum"], list) else None
+    if x.get("type") == "integer":
+        return [], True
+    if isinstance(x.get("anyOf"), list):
+        values: list[Any] = []
+        integers = False
+        for a in x["anyOf"]:
+            part = exclusion_parts(a)
+            if part is None:
+                return None
+            values += part[0]
+            integers |= part[1]
+        return values, integers
+    return None
+
+
 def is_value_exclusion(x: Any) -> bool:
-    """The one negative form the layout compiler takes: `not` over a plain enum/const."""
-    return isinstance(x, dict) and set(x) <= {"enum", "const"} and len(x) == 1 and \
-        (("enum" in x and isinstance(x["enum"], list)) or "const" in x)
+    """The one negative form the layout compiler takes: `not` over values (exclusion_parts)."""
+    return exclusion_parts(x) is not None
 
 
 def excluded_values(x: dict) -> list[Any]:
-    return [x["const"]] if "const" in x else list(x["enum"])
+    part = exclusion_parts(x)
+    assert part is not None
+    return part[0]
+
+
+def excludes_integers(x: dict) -> bool:
+    part = exclusion_parts(x)
+    return part is not None and part[1]
+
+
+def make_exclusion(values: list[Any], integers: bool) -> dict:
+    """The `not` argument that excludes `values` (and every integer, if `integers`)."""
+    parts = ([{"enum": values}] if values else []) + ([{"type": "integer"}] if integers else [])
+    return parts[0] if len(parts) == 1 else {"anyOf": parts}
 
 
 def has_conditionals(s: dict) -> bool:
@@ -160,9 +197,10 @@ def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
         ts = [v] if isinstance(v, str) else v
         if not isinstance(ts, list) or not all(isinstance(t, str) for t in ts):
             raise SpecError(kptr, f"unknown type {json.dumps(v)[:60]}")
-        if "integer" in ts and "number" not in ts:
-            raise SpecError(kptr, "'not' over type 'integer' (every non-integer number) cannot be compiled "
-                            "exactly")
+        if "integer" in ts and "number" not in ts:  # the rest: other types, and non-integer numbers
+            rest = [t for t in _ALL_TYPES if t not in ts and t != "number"]
+            fractional = {"type": "number", "not": {"type": "integer"}}
+            return _any(([{"type": rest[0] if len(rest) == 1 else rest}] if rest else []) + [fractional])
         rest = [t for t in _ALL_TYPES if t not in ts]
         return False if not rest else {"type": rest[0] if len(rest) == 1 else rest}
     if len(c) == 1 and k in ("enum", "const"):

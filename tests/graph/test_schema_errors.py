@@ -18,7 +18,6 @@ UNSUPPORTED_KEYWORDS = [
     ({"type": "object", "properties": {}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
     ({"type": "string", "pattern": "^x", "format": "date"}, "pattern"),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
-    ({"oneOf": [{"type": "object"}, {"required": ["a"]}]}, "oneOf"),
     ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
     ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),

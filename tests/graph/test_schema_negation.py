@@ -47,6 +47,16 @@ SCHEMAS: list[dict] = [
      "not": {"properties": {"a": {"const": 1}}}},
     {"$defs": {"small": {"maximum": 2}}, "type": "integer", "minimum": 0, "maximum": 6,
      "not": {"$ref": "#/$defs/small"}},
+    # oneOf whose alternatives overlap: "exactly one" by negation (schema.SchemaCompiler._exclusive)
+    {"oneOf": [{"type": "integer", "minimum": 0, "maximum": 6}, {"type": "integer", "minimum": 4, "maximum": 10}]},
+    {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 1}]},
+    {"type": "object", "properties": _ABC, "additionalProperties": False,
+     "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
+    {"type": "object", "additionalProperties": False,
+     "properties": {"shape": {"enum": ["sq", "ci"]}, "a": {"type": "integer", "minimum": 0, "maximum": 3},
+                    "b": {"type": "boolean"}},
+     "oneOf": [{"properties": {"shape": {"const": "sq"}}, "required": ["a"]},
+               {"properties": {"shape": {"const": "ci"}}, "required": ["b"]}]},
     {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 4, "not": {"enum": [1, 3]}},
                {"type": "array", "maxItems": 1, "items": {"type": "boolean"}, "not": {"minItems": 1}}]},
 ]
@@ -129,7 +139,7 @@ def test_the_machine_accepts_every_valid_value(k: int) -> None:
 @pytest.mark.parametrize("schema, pointer, fragment", [
     ({"type": "string", "not": {"pattern": "x"}}, "/not/pattern", "'not' over 'pattern'"),
     ({"type": "integer", "not": {"multipleOf": 2}}, "/not/multipleOf", "'not' over 'multipleOf'"),
-    ({"not": {"type": "integer"}}, "/not/type", "type 'integer'"),
+    ({"not": {"type": "integer"}}, "/not", "excluding values"),
     ({"type": "string", "not": {"const": "x"}}, "/not", "excluding values"),
     ({"type": "integer", "minimum": 0, "not": {"const": 3}}, "/not", "excluding values"),
     ({"type": "array", "not": {"items": {"type": "integer"}}}, "/not/items", "'not' over 'items'"),
@@ -159,3 +169,17 @@ def test_many_if_then_members_of_one_allof_are_distributed_in_linear_time() -> N
         for n in [None, 0, 3, 11, 20]:
             v = {"kind": kind} if n is None else {"kind": kind, "n": n}
             assert (cs.check(v) == []) == validator.is_valid(v), v
+
+
+def test_not_integer_leaves_the_fractional_values() -> None:
+    """not {type: integer} over a multipleOf range keeps exactly the non-integers; over an integer
+    range it admits nothing."""
+    schema = {"type": "number", "multipleOf": 0.5, "minimum": 0, "maximum": 3, "not": {"type": "integer"}}
+    cs = compile_spec(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for k in range(-2, 9):
+        v = k / 2
+        assert (cs.check(v) == []) == validator.is_valid(v), v
+    assert cs.check(1.5) == [] and cs.check(2) != []
+    with pytest.raises(SpecError):
+        compile_spec({"type": "integer", "minimum": 0, "maximum": 3, "not": {"type": "integer"}})
