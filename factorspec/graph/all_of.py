@@ -371,9 +371,11 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
                     parts.append(m["additionalProperties"])
             parts = [p for p in parts if p is not True and p != {}]
             if forbidden is not None or False in parts:
+                if k in required and forbidden is None:
+                    raise NoValue(f"{ptr}/properties/{k}", f"property {k!r} is required but an allOf member "
+                                  "(or a 'not' over 'required') admits no value for it")
                 if k in required:
-                    where = ptr if forbidden is None else forbidden
-                    raise NoValue(f"{where}/additionalProperties", f"property {k!r} is required but "
+                    raise NoValue(f"{forbidden}/additionalProperties", f"property {k!r} is required but "
                                   "this allOf member's additionalProperties false forbids it (a member's "
                                   "additionalProperties judges the properties it does not list itself)")
                 continue  # forbidden by a member: the merged object cannot have it

@@ -486,8 +486,9 @@ class SchemaCompiler:
         self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
         try:
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)
-        except EmptySchema:
-            raise
+        except EmptySchema as e:
+            raise EmptySchema(f"{ptr}/oneOf", f"no value matches exactly one alternative of this oneOf "
+                              f"({e.pointer or '/'}: {e.message})") from None
         except SpecError as e:
             raise SpecError(overlap.pointer, f"{overlap.message} (exactly-one by negation failed at "
                             f"{e.pointer or '/'}: {e.message})") from None
