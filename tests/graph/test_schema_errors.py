@@ -14,13 +14,10 @@ def _wrap(node: object) -> dict:
 
 UNSUPPORTED_KEYWORDS = [
     ({"type": "string", "pattern": "^x"}, "pattern"),
-    ({"not": {"type": "integer"}}, "not"),
-    ({"type": "integer", "if": {}, "then": {}}, "if"),
     ({"type": "object", "properties": {}, "patternProperties": {"^x": {}}}, "patternProperties"),
     ({"type": "object", "properties": {}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
     ({"type": "string", "pattern": "^x", "format": "date"}, "pattern"),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
-    ({"oneOf": [{"type": "object"}, {"required": ["a"]}]}, "oneOf"),
     ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
     ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
