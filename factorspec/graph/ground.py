@@ -44,7 +44,7 @@ class Factor:
 
     relation: Relation
     node: E.Node
-    bindings: dict[str, int]
+    bindings: dict[str, Any]
     slots: list[E.Var]
 
     def describe(self) -> str:
@@ -300,7 +300,7 @@ class Grounder:
         self._count += 1
         if self._count > MAX_INSTANCES:
             raise self.err(f"more than {MAX_INSTANCES} relation instances: the spec is too large to ground")
-        guards: list[E.Node] = []
+        guards: list[E.Node] = self._bound_guards(env)
         self._slots = []
         self._reqs = []
         node = self.boolean(self.expr(ast, env, guards), ast)
@@ -310,11 +310,21 @@ class Grounder:
         if g is not None:
             node = E.implies(g, node)
         node = _prune(node)
+        shown = {k: path_text(v.path) if isinstance(v, Ref) else v for k, v in env.items()}
         if isinstance(node, E.Const):
             if not node.v:
-                self.factors.append(Factor(rel, node, dict(env), []))
+                self.factors.append(Factor(rel, node, shown, []))
             return
-        self.factors.append(Factor(rel, node, dict(env), list(dict.fromkeys(self._slots))))
+        self.factors.append(Factor(rel, node, shown, list(dict.fromkeys(self._slots))))
+
+    def _bound_guards(self, env: dict) -> list[E.Node]:
+        """Presence of the items that variables are bound to (`for l in lines`): an instance over
+        an item that does not exist applies only when it does, as one that indexes it."""
+        out: list[E.Node] = []
+        for v in env.values():
+            if isinstance(v, Ref):
+                out.extend(self.guards(v.path))
+        return out
 
     def _expand_forall(self, ast: dict, env: dict):
         names = ast["vars"]
@@ -352,16 +362,20 @@ class Grounder:
             ref = self._quiet_expr(rng["args"][0], env)
             if isinstance(ref, TableRef):
                 return self._table_members(ref, name)
+            items = isinstance(ref, ListVal) or not any(True for _ in _index_sites(body, name))
+            if isinstance(ref, ListVal):  # `for g in tables[*].guests[*]`: the items a star reaches
+                if any(True for _ in _index_sites(body, name)) or not all(isinstance(r, Ref) for _g, r in ref.items):
+                    raise self.err(f"{name!r} ranges over the items of {to_text(rng['args'][0])}, so it cannot "
+                                   f"be an index; range over an array path to get indices")
+                return [r for _g, r in ref.items]
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
                 raise self.err(f"'in' range of {name!r} must be an array path (its indices), a table "
                                f"(its values, or an object table's keys) or a..b, not "
                                f"{to_text(rng['args'][0])}")
-            if not any(True for _ in _index_sites(body, name)):  # `for x in xs` read as Python's
-                arr_text = to_text(rng["args"][0])
-                raise self.err(f"'{name} in {arr_text}' ranges over the indices of {arr_text} (0, 1, ...), not "
-                               f"its items, and {name!r} is never used as an index: write {arr_text}[{name}] "
-                               f"for the item (e.g. 'count({arr_text}[{name}] > 2 for {name} in {arr_text})')")
-            return list(range(self._check_max_items(ref.path, ref.node)))
+            count = self._check_max_items(ref.path, ref.node)
+            if items:  # `for l in lines` with l never an index: Python's reading, l is each item
+                return [Ref(ref.path + (k,), ref.node.item) for k in range(count)]
+            return list(range(count))
         # infer: every array index that mentions `name` must be in bounds
         allowed: Optional[set[int]] = None
         for base, idx in _index_sites(body, name):
@@ -500,7 +514,8 @@ class Grounder:
         if "name" in ast and "op" not in ast:
             nm = ast["name"]
             if nm in env:
-                return E.Const(env[nm])
+                bound = env[nm]
+                return bound if isinstance(bound, Ref) else E.Const(bound)
             if nm in self.tables:
                 return TableRef(nm, self.tables[nm])
             if nm == "$":
@@ -569,7 +584,7 @@ class Grounder:
         if op in ("forall", "exists"):
             parts = []
             for bnd in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
-                g: list = []
+                g: list = self._bound_guards(bnd)
                 outer_reqs, self._reqs = self._reqs, []
                 try:
                     body = self.boolean(self.expr(ast["body"], {**env, **bnd}, g), ast["body"])
@@ -917,7 +932,7 @@ class Grounder:
             scope = {"op": "tuple", "args": [elem] + ([arg["cond"]] if arg.get("cond") is not None else [])}
             for b in self._bindings(names, arg.get("range"), scope, env):
                 e2 = {**env, **b}
-                g: list = []
+                g: list = self._bound_guards(b)
                 outer_reqs, self._reqs = self._reqs, []
                 try:
                     val = self._item_value(elem, e2, g, tuples)

@@ -110,6 +110,16 @@ class _Parser:
         return then
 
     def range_(self) -> Ast:
+        if self.at("name", "range") and self.at("op", "(", 1):  # Python's range(b) / range(a, b): a..b
+            self.i += 2
+            first = self.arith()
+            if self.at("op", ","):
+                self.take("op", ",")
+                bounds = [first, self.arith()]
+            else:
+                bounds = [{"const": 0}, first]
+            self.take("op", ")")
+            return {"op": "range", "args": bounds}
         lo = self.arith()
         if self.at("op", ".."):
             self.take("op", "..")

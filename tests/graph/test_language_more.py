@@ -99,6 +99,8 @@ def test_all_any_and_chained_comparisons() -> None:
 
 
 def test_new_forms_round_trip() -> None:
+    assert parse("forall i in range(3): x[i] > 0") == parse("forall i in 0..3: x[i] > 0")
+    assert parse("forall i in range(1, n): x[i] > 0") == parse("forall i in 1..n: x[i] > 0")
     for t in ["a in xs[*]", "a not in t[0].ys", "q == a // b", "1 <= w < 4", "all(xs[k] > 0 for k in xs)",
               "len(t[*].g[*]) == 2", "h == hours[p][d]"]:
         ast = parse(t)
@@ -118,7 +120,7 @@ BAD = [
     ("all(xs[i] for i)", "takes conditions"),
     ("forall i in 0..len(vs): vs[i] > 0", "depends on the length of a variable-length array"),
     ("a == nested", "is a table, not a value"),
-    ("count(x == 1 for x in xs) == 1", "ranges over the indices of xs (0, 1, ...), not its items"),
+    ("sum(xs[x] for x in xs[*]) == 1", "ranges over the items of xs[*], so it cannot be an index"),
 ]
 
 
@@ -137,3 +139,37 @@ def test_mixed_tables_are_refused_with_their_pointer() -> None:
     with pytest.raises(SpecError) as ei:
         compile_spec(spec({"a": I(0, 3)}, ["a >= 0"], {"t": {"x": 1, "y": {"z": 2}}}))
     assert ei.value.pointer == "/x-factorspec/tables/t" and "values or tables, not both" in str(ei.value)
+
+
+def test_generators_over_items_as_python_writes_them() -> None:
+    """`for l in lines` binds l to each item when l is never used as an index (Python's reading);
+    `for i in xs` with xs[i] keeps binding indices."""
+    item = obj({"qty": I(0, 2), "price": I(1, 2)})
+    props = {"lines": arr(item, 0, 2), "total": I(0, 8), "xs": arr(I(0, 2), 1, 2), "n": I(0, 2)}
+    lines = [{"qty": q, "price": p} for q in range(3) for p in (1, 2)]
+    recs = records(lines=lists(lines, 0, 2), total=list(range(9)), xs=lists(range(3), 1, 2), n=list(range(3)))
+
+    def oracle(r: dict) -> bool:
+        return (r["total"] == sum(x["qty"] * x["price"] for x in r["lines"])
+                and all(x["qty"] >= 1 for x in r["lines"]) and r["n"] == sum(1 for x in r["xs"] if x > 0))
+
+    assert exact(spec(props, ["total == sum(l.qty * l.price for l in lines)", "forall l in lines: l.qty >= 1",
+                              "n == count(x > 0 for x in xs)"]), recs, oracle, max_paths=20) > 0
+    # an item that is not used at all still counts only where it exists; indices are kept
+    assert exact(spec(props, ["n == count(true for x in xs)", "count(xs[i] == 0 for i in xs) == 0"]), recs,
+                 lambda r: r["n"] == len(r["xs"]) and 0 not in r["xs"], max_paths=20) > 0
+    props2 = {"t": arr(obj({"g": arr(I(0, 2), 1, 2)}), 2, 2), "m": I(0, 4)}
+    recs2 = records(t=[[{"g": a}, {"g": b}] for a in lists(range(3), 1, 2) for b in lists(range(3), 1, 2)],
+                    m=list(range(5)))
+    def flat(r: dict) -> list:
+        return [x for tt in r["t"] for x in tt["g"]]
+
+    assert exact(spec(props2, ["m == sum(x for x in t[*].g[*])", "exists x in t[*].g[*]: x == 0",
+                               "forall i in range(2): len(t[i].g) >= 1"]), recs2,
+                 lambda r: r["m"] == sum(flat(r)) and 0 in flat(r)) > 0
+
+
+def test_violations_name_the_item_a_variable_is_bound_to() -> None:
+    cs = compile_spec(spec({"lines": arr(obj({"qty": I(0, 2)}), 2, 2)}, ["forall l in lines: l.qty >= 1"]))
+    (v,) = cs.check({"lines": [{"qty": 1}, {"qty": 0}]})
+    assert v.bindings == {"l": "lines[1]"} and "l=lines[1]" in str(v)
