@@ -210,9 +210,16 @@ class Grounder:
         s = ref.node
         assert isinstance(s, Scalar)
         if not s.finite:
-            what = {"string": "free-text string", "number": "number without multipleOf"}.get(s.kind, "unbounded value")
-            raise self.err(f"{path_text(ref.path)} ({s.pointer or '/'}) is a {what}; relations may only "
-                           "use fields with a finite domain (enum, boolean, bounded integer, bounded fixed-point)")
+            what = {"string": "a free-text string", "number": "a number without multipleOf",
+                    "any": "any JSON value"}.get(s.kind, "an unbounded value")
+            if s.kind == "union":
+                kinds = ", ".join(dict.fromkeys(
+                    "null" if getattr(a, "kind", "") == "enum" and getattr(a, "values", None) == [None]
+                    else getattr(a, "kind", type(a).__name__.lower()) for a in s.alts))
+                what = f"a union of several types ({kinds})"
+            raise self.err(f"{path_text(ref.path)} ({s.pointer or '/'}) is {what}; relations may only "
+                           "use fields of one type with a finite domain (enum, boolean, bounded integer, bounded "
+                           "fixed-point)")
         order = self._order(ref.path)
         if s.kind == "enum":
             vals = s.values
@@ -476,9 +483,13 @@ class Grounder:
         if isinstance(v, E.Node):
             return v
         if isinstance(v, Ref):
+            if isinstance(v.node, Obj):
+                raise self.err(f"{path_text(v.path)} is an object, not a value: compare its fields "
+                               f"({to_text(ast)}.{v.node.fields[0].key if v.node.fields else 'field'}), or use "
+                               f"indices to tell items apart (forall i, j: i != j implies ...) (in {to_text(ast)})")
             if not isinstance(v.node, Scalar):
-                raise self.err(f"{path_text(v.path)} is an {'object' if isinstance(v.node, Obj) else 'array'}, "
-                               f"not a value (in {to_text(ast)})")
+                raise self.err(f"{path_text(v.path)} is an array, not a value: aggregate it (sum, len, min, max, "
+                               f"all_different, x in ...) or index it (in {to_text(ast)})")
             var = self.slot_var(v)
             self._slots.append(var)
             vals = var.values or []
@@ -895,6 +906,18 @@ class Grounder:
         item = self.expr(item_ast, env, guards)
         elems = [self.value(x, item_ast) for _, x in item.items] if isinstance(item, ListVal) \
             else [self.value(item, item_ast)]
+        if cont_ast.get("op") == "list" and cont_ast["args"] and \
+                any(a.get("op") == "tuple" for a in cont_ast["args"]):  # (a, b) in [(1, 2), (2, 3)]
+            rows: list[tuple] = []
+            for a in cont_ast["args"]:
+                row = a["args"] if a.get("op") == "tuple" else [a]
+                cells = [self.value(self.expr(x, env, guards), x) for x in row]
+                if not all(isinstance(c, E.Const) for c in cells):
+                    raise self.err(f"a list of tuples on the right of 'in' must hold constants (in {to_text(ast)})")
+                rows.append(tuple(c.v for c in cells))  # type: ignore[attr-defined]
+            if any(len(r) != len(elems) for r in rows):
+                raise self.err(f"{len(elems)} values tested against tuples of another length (in {to_text(ast)})")
+            return _fold(E.Member(elems, rows))
         cont = self.expr(cont_ast, env, guards)
         if isinstance(cont, Ref) and isinstance(cont.node, Arr):  # x in arr: one of its items
             cont = self._star(cont, cont_ast)
@@ -980,6 +1003,9 @@ class Grounder:
         if func in ("len", "first", "last"):
             if len(args) != 1:
                 raise self.err(f"{func}() takes one array")
+            if func == "len" and args[0].get("op") == "gen":  # len([x for x in xs if x > 0])
+                return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
+                                   for g, _x in self._items(args[0], env, guards, tuples=True)]))
             base = self.expr(args[0], env, guards)
             if func == "len" and isinstance(base, ListVal):  # len(tables[*].guests[*]): the items there are
                 return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))

@@ -173,3 +173,46 @@ def test_violations_name_the_item_a_variable_is_bound_to() -> None:
     cs = compile_spec(spec({"lines": arr(obj({"qty": I(0, 2)}), 2, 2)}, ["forall l in lines: l.qty >= 1"]))
     (v,) = cs.check({"lines": [{"qty": 1}, {"qty": 0}]})
     assert v.bindings == {"l": "lines[1]"} and "l=lines[1]" in str(v)
+
+
+def test_python_spellings() -> None:
+    """True/False/None, `is None`, list comprehensions, tuples of values after `in`,
+    range(len(xs)), as Python writes them."""
+    props = {"a": I(0, 3), "b": I(0, 3), "f": {"type": "boolean"}, "xs": arr(I(0, 2), 1, 3),
+             "z": {"enum": [None, 1, 2]}}
+    recs = records(a=list(range(4)), b=list(range(4)), f=[False, True], xs=lists(range(3), 1, 3), z=[None, 1, 2])
+
+    def oracle(r: dict) -> bool:
+        return ((r["f"] == True) == (r["a"] > 1)  # noqa: E712 - the relation's spelling
+                and (r["z"] is None) == (r["b"] == 0)
+                and r["a"] == len([x for x in r["xs"] if x > 0])
+                and (r["a"], r["b"]) in [(1, 2), (2, 3), (0, 0), (3, 1)] and r["b"] in (0, 2, 3)
+                and all(r["xs"][i] <= 1 or i == 0 for i in range(len(r["xs"]))))
+
+    assert exact(spec(props, ["(f == True) == (a > 1)", "(z is None) == (b == 0)",
+                              "a == len([x for x in xs if x > 0])", "(a, b) in [(1, 2), (2, 3), (0, 0), (3, 1)]",
+                              "b in (0, 2, 3)", "forall i in range(len(xs)): xs[i] <= 1 or i == 0"]),
+                 recs, oracle, max_paths=20) > 0
+    assert parse("z is not None") == parse("z != null") and parse("x == False") == parse("x == false")
+    assert parse("sum([x for x in xs])") == parse("sum(x for x in xs)")
+
+
+HINTS = [("a && b", "write 'and'"), ("a || b", "write 'or'"), ("!a", "write 'not'"), ("a = 1", "write '=='"),
+         ("a ** 2 == 4", "there is no power"), ("a in {1, 2}", "write a list [a, b, c]"),
+         ("xs.count(1) == 1", "method calls such as .count(...)"), ("a is 1", "'is' compares with None only")]
+
+
+@pytest.mark.parametrize("text,fragment", HINTS)
+def test_other_languages_spellings_get_a_hint(text: str, fragment: str) -> None:
+    with pytest.raises(RelationError) as ei:
+        parse(text, "r")
+    assert fragment in str(ei.value), str(ei.value)
+
+
+def test_misused_objects_and_unions_are_named_for_what_they_are() -> None:
+    props = {"m": arr(obj({"room": S("A", "B")}), 2, 2), "note": {"type": ["integer", "null"], "minimum": 0,
+                                                                  "maximum": 3}}
+    with pytest.raises(RelationError, match=r"m\[0\] is an object, not a value: compare its fields \(x.room\)"):
+        compile_spec(spec(props, ["forall x in m: forall y in m: x != y implies x.room != y.room"], required=["m"]))
+    with pytest.raises(RelationError, match=r"is a union of several types \(integer, null\)"):
+        compile_spec(spec(props, ["note is None"], required=["m"]))
