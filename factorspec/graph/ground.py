@@ -142,6 +142,11 @@ def _norm_table_at(where: str, data: Any) -> Any:
     raise SpecError(where, "a table must be an object (lookup) or an array (allowed tuples/values)")
 
 
+def _holds_tables(rows: Any) -> bool:
+    """Whether a list table's entries are tables (a list of objects)."""
+    return isinstance(rows, list) and bool(rows) and len(rows[0]) == 1 and isinstance(rows[0][0], SubTable)
+
+
 def _same_shape(vals: list, where: str) -> None:
     """An object table holds values or tables, not both (a lookup's kind must be one)."""
     subs = sum(isinstance(v, SubTable) for v in vals)
@@ -456,7 +461,7 @@ class Grounder:
         """What `name in TABLE` ranges over: an object table's keys, a list table's values."""
         if isinstance(t.data, dict):
             return list(t.data)
-        if t.data and isinstance(t.data[0][0], SubTable):
+        if _holds_tables(t.data):
             raise self.err(f"{name!r} cannot range over table {t.name!r}: its entries are tables "
                            f"(write 'forall k in 0..{len(t.data)}: ... {t.name}[k] ...' to take them by position)")
         if any(len(r) != 1 for r in t.data):
@@ -742,7 +747,7 @@ class Grounder:
                            f"not by a {key.kind} (in {to_text(ast)})")
         wide = any(len(r) != 1 for r in rows)
 
-        sub = bool(rows) and isinstance(rows[0][0], SubTable)
+        sub = _holds_tables(rows)
         wide = wide or sub
 
         def item(k: int) -> Any:
@@ -926,7 +931,7 @@ class Grounder:
                 rows = [(k,) for k in cont.data]
             else:
                 rows = cont.data
-                if rows and isinstance(rows[0][0], SubTable):
+                if _holds_tables(rows):
                     raise self.err(f"table {cont.name!r} holds tables, so nothing is a member of it; "
                                    f"look an entry up first (in {to_text(ast)})")
         elif isinstance(cont, ListVal):
