@@ -13,7 +13,7 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional
 
@@ -28,6 +28,14 @@ class Kind:
     doc: dict
     valid: Callable[[Record], bool]
     records: Optional[Callable[[], Iterable[Record]]]  # None for instances too large to enumerate
+    # the same problem written other ways a user might (item generators, Python spellings, other
+    # aggregates): each list of relations replaces the spec's and must decide the same records
+    variants: list[list] = field(default_factory=list)
+
+    def variant_doc(self, k: int) -> dict:
+        d = dict(self.doc)
+        d["x-factorspec"] = {**self.doc["x-factorspec"], "relations": self.variants[k]}
+        return d
 
 
 # -- schema helpers -------------------------------------------------------------------------------
@@ -131,7 +139,13 @@ def meetings(large: bool = False) -> Kind:
         return True
 
     slots = [{"start": s, "room": ro} for s in range(horizon) for ro in rooms]
-    return Kind("meetings", doc, valid, None if large else _product(meetings=_lists(slots, n, n)))
+    variants = [[
+        f"all(meetings[i].start + dur[i] <= {horizon} for i in range(len(meetings)))",
+        "forall i, j: i != j and (meetings[i].room == meetings[j].room or (min(i, j), max(i, j)) in share) "
+        "implies not (meetings[i].start < meetings[j].start + dur[j] "
+        "and meetings[j].start < meetings[i].start + dur[i])",
+    ]]
+    return Kind("meetings", doc, valid, None if large else _product(meetings=_lists(slots, n, n)), variants)
 
 
 # -- 2. invoice with VAT rounding ----------------------------------------------------------------------
@@ -155,8 +169,14 @@ def invoice(large: bool = False) -> Kind:
         return _num(r["subtotal"]) == s and _num(r["vat"]) == v and _num(r["total"]) == s + v
 
     lines = [{"qty": k, "price": p} for k in range(qty + 1) for p in prices]
+    inv = 1 / Fraction(rate)
+    variants = [[
+        "subtotal == sum(l.qty * l.price for l in lines)",
+        f"vat == round(subtotal / {inv}, {q})" if inv.denominator == 1 else f"vat == round({rate} * subtotal, {q})",
+        "total - vat == subtotal",
+    ]]
     return Kind("invoice", doc, valid, None if large else _product(
-        lines=_lists(lines, n, n), subtotal=_steps(*sub), vat=_steps(*vat), total=_steps(*tot)))
+        lines=_lists(lines, n, n), subtotal=_steps(*sub), vat=_steps(*vat), total=_steps(*tot)), variants)
 
 
 # -- 3. seating chart: tables of guests ----------------------------------------------------------------
@@ -192,7 +212,13 @@ def seating(large: bool = False) -> Kind:
         return True
 
     per_table = [{"guests": g} for g in _lists(guests, 1, seats)]
-    return Kind("seating", doc, valid, None if large else _product(tables=_lists(per_table, t, t)))
+    variants = [[
+        "len(set(g for g in tables[*].guests[*])) == len(tables[*].guests[*])",
+        f"sum(len(x.guests) for x in tables) == {len(guests)}",
+        "forall k in range(len(tables)): len(tables[k].guests) <= capacity[k]",
+        "forall x in tables: forall k: x.guests[k] < x.guests[k+1]",
+    ] + [f"not any({a!r} in x.guests and {b!r} in x.guests for x in tables)" for a, b in feuds]]
+    return Kind("seating", doc, valid, None if large else _product(tables=_lists(per_table, t, t)), variants)
 
 
 # -- 4. exam timetable: clashing exams apart, one exam per room and slot --------------------------------
@@ -219,7 +245,12 @@ def exams(large: bool = False) -> Kind:
         return len(set(used)) == len(used) and e[0]["room"] == "R1"
 
     cells = [{"slot": s, "room": ro} for s in range(slots) for ro in rooms]
-    return Kind("exams", doc, valid, None if large else _product(exams=_lists(cells, n, n)))
+    variants = [[
+        "forall i, j: i < j and (i, j) in clash implies exams[i].slot != exams[j].slot",
+        "len(set((e.slot, e.room) for e in exams)) == len(exams)",
+        "exams[0].room == 'R1'",
+    ]]
+    return Kind("exams", doc, valid, None if large else _product(exams=_lists(cells, n, n)), variants)
 
 
 # -- 5. round-robin fixture: rounds of games, every pair once ----------------------------------------
@@ -259,9 +290,17 @@ def round_robin(large: bool = False) -> Kind:
         return all(c <= hosts for c in homes.values())
 
     gs = [{"home": h, "away": a} for h in teams for a in teams]
+    variants = [[
+        "forall rnd in rounds: forall g in rnd: g.home != g.away",
+        "forall r: forall p in teams: count(p in [g.home, g.away] for g in rounds[r]) <= 1",
+        "len(set((min(rounds[r][k].home, rounds[r][k].away), max(rounds[r][k].home, rounds[r][k].away)) "
+        f"for r, k)) == {rounds * games}",
+        f"forall p in teams: sum(1 for r, k if rounds[r][k].home == p) <= {hosts}",
+    ]]
     return Kind("round_robin", doc, valid,
                 None if large else _product(rounds=[[list(r) for r in rs] for rs in
-                                                    itertools.product(_lists(gs, games, games), repeat=rounds)]))
+                                                    itertools.product(_lists(gs, games, games), repeat=rounds)]),
+                variants)
 
 
 # -- 6. expense split: exact shares ---------------------------------------------------------------------
@@ -287,8 +326,14 @@ def expense_split(large: bool = False) -> Kind:
         return all(_num(p["owes"]) == (0 if p["name"] == r["payer"] else share) for p in ps)
 
     people = [{"name": nm, "owes": o} for nm in names for o in _steps(*owes)]
+    variants = [[
+        "len(set(people[*].name)) == len(people)",
+        "any(p.name == payer for p in people)",
+        "forall p in people: p.owes == (0 if p.name == payer else total / len(people))",
+    ]]
     return Kind("expense_split", doc, valid, None if large else _product(
-        total=list(range(total["minimum"], total["maximum"] + 1)), payer=names, people=_lists(people, 1, most)))
+        total=list(range(total["minimum"], total["maximum"] + 1)), payer=names, people=_lists(people, 1, most)),
+        variants)
 
 
 # -- 7. shift roster: availability, fairness -------------------------------------------------------------
@@ -315,9 +360,14 @@ def shift_roster(large: bool = False) -> Kind:
             return False
         return all(sum(day.count(p) for day in ro) <= most for p in staff)
 
+    variants = [[
+        "forall day in roster: forall s: day[s] < day[s+1]",
+        "forall d: all(avail[p][d] == 1 for p in roster[d])",
+        f"forall p in staff: count(p in roster[d] for d) <= {most}",
+    ]]
     return Kind("shift_roster", doc, valid,
                 None if large else _product(roster=[list(x) for x in itertools.product(
-                    _lists(staff, per_day, per_day), repeat=days)]))
+                    _lists(staff, per_day, per_day), repeat=days)]), variants)
 
 
 # -- 8. nutrition label: energy rounded as labels round it --------------------------------------------------
@@ -344,8 +394,14 @@ def nutrition(large: bool = False) -> Kind:
         return r["kcal"] == label and r["low_fat"] == (fat <= 3)
 
     items = [{"food": f, "grams": g} for f in foods for g in grams]
+    e2 = "sum(it.grams * kcal100[it.food] for it in items) / 100"
+    variants = [[
+        f"({e2} < 50) implies kcal == round({e2}, 5)",
+        f"({e2} >= 50) implies kcal == round({e2}, 10)",
+        "low_fat != (sum(it.grams * fat100[it.food] for it in items) > 300)",
+    ]]
     return Kind("nutrition", doc, valid, None if large else _product(
-        items=_lists(items, 1, most), kcal=list(range(0, hi + 1, 5)), low_fat=[False, True]))
+        items=_lists(items, 1, most), kcal=list(range(0, hi + 1, 5)), low_fat=[False, True]), variants)
 
 
 # -- 9. packing list: bags with capacity -------------------------------------------------------------------
@@ -375,7 +431,12 @@ def packing(large: bool = False) -> Kind:
         return all(w <= c for w, c in zip(load, capacity))
 
     items = [{"item": it, "bag": b} for it in weight for b in range(bags)]
-    return Kind("packing", doc, valid, None if large else _product(packed=_lists(items, 1, most)))
+    variants = [[
+        "len(set(packed[*].item)) == len(packed)",
+        "'passport' in [p.item for p in packed]",
+        f"forall b in range({bags}): sum(weight[p.item] for p in packed if p.bag == b) <= capacity[b]",
+    ]]
+    return Kind("packing", doc, valid, None if large else _product(packed=_lists(items, 1, most)), variants)
 
 
 # -- 10. Latin square (a sudoku without boxes) with a given cell --------------------------------------------
@@ -397,7 +458,12 @@ def latin(large: bool = False) -> Kind:
         for cells in itertools.product(range(1, n + 1), repeat=n * n):
             yield {"grid": [list(cells[r * n:(r + 1) * n]) for r in range(n)]}
 
-    return Kind("latin", doc, valid, None if large else gen)
+    variants = [[
+        f"forall r: len(set(grid[r])) == {n}",
+        f"forall c: all_different([grid[r][c] for r in range({n})])",
+        "grid[0][0] == 1",
+    ]]
+    return Kind("latin", doc, valid, None if large else gen, variants)
 
 
 KINDS: dict[str, Callable[[bool], Kind]] = {

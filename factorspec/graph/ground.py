@@ -374,9 +374,12 @@ class Grounder:
             ref = self._quiet_expr(rng["args"][0], env)
             if isinstance(ref, TableRef):
                 return self._table_members(ref, name)
-            items = isinstance(ref, ListVal) or not any(True for _ in _index_sites(body, name))
+            # indices when the variable indexes the array it ranges over (`xs[i] for i in xs`); items
+            # otherwise, as Python reads it (`l.qty for l in lines`, `avail[p] for p in roster[d]`)
+            items = isinstance(ref, ListVal) or _is_base(body, name) or \
+                not any(base == rng["args"][0] for base, _ in _index_sites(body, name))
             if isinstance(ref, ListVal):  # `for g in tables[*].guests[*]`: the items a star reaches
-                if any(True for _ in _index_sites(body, name)) or not all(isinstance(r, Ref) for _g, r in ref.items):
+                if not all(isinstance(r, Ref) for _g, r in ref.items):
                     raise self.err(f"{name!r} ranges over the items of {to_text(rng['args'][0])}, so it cannot "
                                    f"be an index; range over an array path to get indices")
                 return [r for _g, r in ref.items]
@@ -923,7 +926,11 @@ class Grounder:
             if any(len(r) != len(elems) for r in rows):
                 raise self.err(f"{len(elems)} values tested against tuples of another length (in {to_text(ast)})")
             return _fold(E.Member(elems, rows))
-        cont = self.expr(cont_ast, env, guards)
+        cont: GVal
+        if cont_ast.get("op") == "gen":  # x in [p.item for p in packed]: one of the items generated
+            cont = ListVal(self._items(cont_ast, env, guards))
+        else:
+            cont = self.expr(cont_ast, env, guards)
         if isinstance(cont, Ref) and isinstance(cont.node, Arr):  # x in arr: one of its items
             cont = self._star(cont, cont_ast)
         if isinstance(cont, TableRef):
@@ -1313,6 +1320,20 @@ def _index_sites(ast: Any, name: str):
     for key in ("body", "cond", "range"):
         if ast.get(key):
             yield from _index_sites(ast[key], name)
+
+
+def _is_base(ast: Any, name: str) -> bool:
+    """Whether `name` is the base of a path in `ast` (`name.field`, `name[k]`): an item, not an index."""
+    if not isinstance(ast, dict):
+        return False
+    if ast.get("op") in ("attr", "index", "star") and ast["args"][0] == {"name": name}:
+        return True
+    if ast.get("op") in ("forall", "exists") and name in ast.get("vars", []):
+        return False
+    if ast.get("op") == "gen" and (ast.get("var") == name or name in (ast.get("vars") or [])):
+        return False
+    return any(_is_base(a, name) for a in ast.get("args", []) or []) or \
+        any(_is_base(ast.get(k), name) for k in ("body", "cond", "range") if ast.get(k))
 
 
 def _mentions(ast: Any, name: str) -> bool:

@@ -120,7 +120,6 @@ BAD = [
     ("all(xs[i] for i)", "takes conditions"),
     ("forall i in 0..len(vs): vs[i] > 0", "depends on the length of a variable-length array"),
     ("a == nested", "is a table, not a value"),
-    ("sum(xs[x] for x in xs[*]) == 1", "ranges over the items of xs[*], so it cannot be an index"),
 ]
 
 
@@ -216,3 +215,14 @@ def test_misused_objects_and_unions_are_named_for_what_they_are() -> None:
         compile_spec(spec(props, ["forall x in m: forall y in m: x != y implies x.room != y.room"], required=["m"]))
     with pytest.raises(RelationError, match=r"is a union of several types \(integer, null\)"):
         compile_spec(spec(props, ["note is None"], required=["m"]))
+
+
+def test_a_variable_indexes_the_array_it_ranges_over_or_is_its_item() -> None:
+    """`for i in xs` gives indices only when i indexes xs itself; `ys[x] for x in xs` reads items,
+    as Python does."""
+    props = {"xs": arr(I(0, 2), 1, 2), "ys": arr(I(0, 3), 3, 3), "n": I(0, 6)}
+    recs = records(xs=lists(range(3), 1, 2), ys=lists(range(4), 3, 3), n=list(range(7)))
+    assert exact(spec(props, ["forall x in xs: ys[x] > 0", "n == sum(ys[x] for x in xs)",
+                              "count(xs[i] == i for i in xs) >= 1"]), recs,
+                 lambda r: all(r["ys"][x] > 0 for x in r["xs"]) and r["n"] == sum(r["ys"][x] for x in r["xs"])
+                 and sum(x == i for i, x in enumerate(r["xs"])) >= 1, max_paths=15) > 0
