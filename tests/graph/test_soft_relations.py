@@ -94,3 +94,41 @@ def test_cli_check_prints_soft_violations(tmp_path: Path, capsys: pytest.Capture
     sp.write_text(json.dumps(hard_only), encoding="utf-8")
     assert main(["check", str(sp), str(rp)]) == 0
     assert capsys.readouterr().out == "valid\n"
+
+
+def _greedy_oracle(doc_soft: list[dict]) -> tuple[list[str], list[dict]]:
+    """The greedy pass by brute force: heaviest first (ties in order), keep a soft relation when
+    some valid record still meets it and every one kept before."""
+    holds = {"a_big": lambda r: r["a"] >= 3, "balanced": lambda r: abs(r["a"] - r["b"]) <= 1,
+             "c_two": lambda r: r["c"] == 2, "rising": lambda r: all(x < y for x, y in zip(r["xs"], r["xs"][1:])),
+             "a_small": lambda r: r["a"] <= 1}
+    live = [r for r in _records() if _hard_ok(r)]
+    kept = []
+    for rel in sorted(doc_soft, key=lambda x: -x.get("weight", 1)):  # sorted is stable: ties in order
+        nxt = [r for r in live if holds[rel["name"]](r)]
+        if nxt:
+            live, kept = nxt, kept + [rel["name"]]
+    return kept, live
+
+
+@pytest.mark.parametrize("extra_weight", [1, 4])
+def test_solve_preferring_meets_soft_relations_greedily(extra_weight: int) -> None:
+    from factorspec.graph.soft import solve_preferring
+    soft = SOFT + [{"name": "a_small", "expr": "a <= 1", "soft": True, "weight": extra_weight}]
+    cs = compile_spec(spec(PROPS, HARD + soft))
+    pref = solve_preferring(cs)
+    kept, live = _greedy_oracle(soft)
+    assert pref.kept == kept and sorted(pref.left_out) == sorted({r["name"] for r in soft} - set(kept))
+    rec = json.loads(cs.canonical_text(pref.record))
+    assert rec in live and cs.check(rec) == []
+    # a_small (weight 4) is tried before a_big (weight 2) and wins; at weight 1 a_big wins
+    assert ("a_small" in kept) == (extra_weight == 4) and ("a_big" in kept) == (extra_weight == 1)
+
+
+def test_cli_solve_prefer_soft(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sp = tmp_path / "s.json"
+    sp.write_text(json.dumps(spec(PROPS, HARD + SOFT)), encoding="utf-8")
+    assert main(["solve", "--prefer-soft", str(sp)]) == 0
+    out, err = capsys.readouterr()
+    rec = json.loads(out)
+    assert _hard_ok(rec) and _soft_broken(rec) == [] and err.startswith("soft: met c_two, rising, a_big, balanced")
