@@ -51,6 +51,28 @@ def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
     return (room, 0, 0) if room > 0 and top[3] == 0 and top[4] == 0 else None
 
 
+def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
+    """`cfgs` with the character count of each bounded string body replaced by a canonical one
+    where it cannot change the mask: when the string has reached its minLength and has more room
+    left than any token can write, any such count allows the same tokens (a token adds at most
+    `max_token_bytes` characters, so the maxLength never binds within it, and closing is allowed
+    either way). The cache key of `boundary_mask`, so a long string reuses one mask."""
+    cap = v.max_token_bytes
+    out = []
+    changed = False
+    for cfg in cfgs:
+        stack = cfg[0]
+        top = stack[-1] if stack else None
+        if top is not None and top[0] == "T":
+            node = machine.node_at(top[1])
+            hi, lo = getattr(node, "max_len", None), getattr(node, "min_len", 0)
+            if hi is not None and lo <= top[2] and hi - top[2] > cap and top[2] != lo:
+                cfg = (stack[:-1] + (("T", top[1], lo) + tuple(top[3:]),),) + tuple(cfg[1:])
+                changed = True
+        out.append(cfg)
+    return frozenset(out) if changed else cfgs
+
+
 def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     """The bitmask row of the tokens allowed at a free choice from `cfgs` (stop tokens if final)."""
     ids: list[int] = []

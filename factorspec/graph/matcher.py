@@ -19,7 +19,7 @@ import numpy as np
 
 from factorspec.constraint import DraftTree
 from factorspec.draft.certain import TreeDrafter, certain_run
-from factorspec.graph.masks import boundary_mask
+from factorspec.graph.masks import boundary_mask, mask_key
 from factorspec.graph.spec import CompiledSpec
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.token_vocab import TokenVocab
@@ -184,7 +184,7 @@ class Matcher:
         earlier position) met the same configurations (`boundary_masks`)."""
         v, m = self.vocab, self.m
         cfgs = self.configs
-        key = (v, cfgs)
+        key = (v, mask_key(m, v, cfgs))
         hit = m.mask_cache.get(key)
         if hit is not None:
             return hit

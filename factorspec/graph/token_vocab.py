@@ -55,6 +55,8 @@ class TokenVocab:
                 _insert(self.special_trie, b, tid)
         self.plain_len = plain_len
         self.max_plain = int(plain_len.max()) if (plain_len > 0).any() else 0
+        # the most bytes one token writes: a bound on the characters it adds to a string body
+        self.max_token_bytes = max((len(b) for b in self.token_bytes), default=0)
         self._plain_masks: dict[int, np.ndarray] = {}
         self._encode_cache: dict[bytes, Optional[list[int]]] = {}
 
