@@ -89,7 +89,7 @@ def main() -> None:
     ap.add_argument("--compare", default=None)
     ap.add_argument("--md", default="microbench/results/language_probe.md")
     args = ap.parse_args()
-    now = {json.dumps(f) if isinstance(f, dict) else f: status(f) for f in FORMS}
+    now: dict[str, str] = {json.dumps(f) if isinstance(f, dict) else str(f): status(f) for f in FORMS}
     if args.json:
         Path(args.json).write_text(json.dumps(now, indent=1) + "\n", encoding="utf-8")
     for f, st in now.items():
