@@ -86,6 +86,18 @@ class TableRef:
 GVal = Union[E.Node, Ref, SelRef, ListVal, TableRef]
 
 
+class BoundInt(int):
+    """A position bound by `for i in range(len(xs))` on a variable-length array: an int that
+    carries the condition that the position exists (`len(xs) > i`), a guard of its instances."""
+
+    guard: Optional[E.Node]
+
+    def __new__(cls, value: int, guard: Optional[E.Node] = None) -> BoundInt:
+        obj = super().__new__(cls, value)
+        obj.guard = guard
+        return obj
+
+
 def _norm_value(v: Any, where: str) -> Any:
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return v
@@ -322,7 +334,8 @@ class Grounder:
         if g is not None:
             node = E.implies(g, node)
         node = _prune(node)
-        shown = {k: path_text(v.path) if isinstance(v, Ref) else v for k, v in env.items()}
+        shown = {k: path_text(v.path) if isinstance(v, Ref) else int(v) if isinstance(v, BoundInt) else v
+                 for k, v in env.items()}
         if isinstance(node, E.Const):
             if not node.v:
                 self.factors.append(Factor(rel, node, shown, []))
@@ -336,6 +349,8 @@ class Grounder:
         for v in env.values():
             if isinstance(v, Ref):
                 out.extend(self.guards(v.path))
+            elif isinstance(v, BoundInt) and v.guard is not None:
+                out.append(v.guard)
         return out
 
     def _expand_forall(self, ast: dict, env: dict):
@@ -367,6 +382,11 @@ class Grounder:
         if rng is not None:
             if rng["op"] == "range":
                 lo = self._const_int(rng["args"][0], env)
+                upto = self._upto_length(rng["args"][1], env)
+                if upto is not None:  # 0..len(xs) on a variable-length array: positions that exist
+                    most, least, lv = upto
+                    return [BoundInt(k, None if k < least else E.Cmp(">", E.VarRef(lv), E.Const(k)))
+                            for k in range(lo, most)]
                 hi = self._const_int(rng["args"][1], env)
                 if hi - lo > MAX_INSTANCES:
                     raise self.err(f"range {lo}..{hi} of {name!r} is too large (more than {MAX_INSTANCES} values)")
@@ -414,6 +434,19 @@ class Grounder:
             raise self.err(f"cannot infer the range of {name!r}: index an array with it or write "
                            f"'forall {name} in a..b: ...'")
         return sorted(allowed)
+
+    def _upto_length(self, ast: dict, env: dict) -> Optional[tuple[int, int, E.Var]]:
+        """(maxItems, minItems, length var) when `ast` is len(ARRAY) of a variable-length array."""
+        if ast.get("op") != "call" or ast.get("func") != "len" or len(ast.get("args", [])) != 1:
+            return None
+        try:
+            ref = self._quiet_expr(ast["args"][0], env)
+        except RelationError:
+            return None
+        if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
+            return None
+        lv = self.len_var(ref)
+        return None if lv is None else (self._check_max_items(ref.path, ref.node), ref.node.min_items, lv)
 
     def _quiet_expr(self, ast: dict, env: dict) -> GVal:
         """`expr` for a look at a location (range inference): no guards, requirements or slots
@@ -534,6 +567,8 @@ class Grounder:
             nm = ast["name"]
             if nm in env:
                 bound = env[nm]
+                if isinstance(bound, BoundInt):
+                    return E.Const(int(bound))
                 return bound if isinstance(bound, Ref) else E.Const(bound)
             if nm in self.tables:
                 return TableRef(nm, self.tables[nm])
@@ -1019,6 +1054,8 @@ class Grounder:
                 return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
                                    for g, _x in self._items(args[0], env, guards, tuples=True)]))
             base = self.expr(args[0], env, guards)
+            if func == "len" and isinstance(base, TableRef):  # a table's entries (or keys)
+                return E.Const(len(base.data))
             if func == "len" and isinstance(base, ListVal):  # len(tables[*].guests[*]): the items there are
                 return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
                                    for g, _x in base.items]))

@@ -122,15 +122,6 @@ class _Parser:
         return then
 
     def range_(self) -> Ast:
-        if self.at("name", "range") and self.at("op", "(", 1) and self.at("name", "len", 2) \
-                and self.at("op", "(", 3):  # range(len(xs)): the indices of xs, as `in xs`
-            save = self.i
-            self.i += 4
-            arr = self.postfix()
-            if self.at("op", ")") and self.at("op", ")", 1):
-                self.i += 2
-                return {"op": "indices", "args": [arr]}
-            self.i = save
         if self.at("name", "range") and self.at("op", "(", 1):  # Python's range(b) / range(a, b): a..b
             self.i += 2
             first = self.arith()

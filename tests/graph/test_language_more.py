@@ -101,6 +101,7 @@ def test_all_any_and_chained_comparisons() -> None:
 def test_new_forms_round_trip() -> None:
     assert parse("forall i in range(3): x[i] > 0") == parse("forall i in 0..3: x[i] > 0")
     assert parse("forall i in range(1, n): x[i] > 0") == parse("forall i in 1..n: x[i] > 0")
+    assert parse("forall i in range(len(xs)): x[i] > 0") == parse("forall i in 0..len(xs): x[i] > 0")
     for t in ["a in xs[*]", "a not in t[0].ys", "q == a // b", "1 <= w < 4", "all(xs[k] > 0 for k in xs)",
               "len(t[*].g[*]) == 2", "h == hours[p][d]"]:
         ast = parse(t)
@@ -118,7 +119,7 @@ BAD = [
     ("forall p in nested: a == 1", "its entries are tables"),
     ("min(s, a) == 1", "needs numbers, or strings only"),
     ("all(xs[i] for i)", "takes conditions"),
-    ("forall i in 0..len(vs): vs[i] > 0", "depends on the length of a variable-length array"),
+    ("forall i in 0..len(vs) + 1: vs[i] > 0", "depends on the length of a variable-length array"),
     ("a == nested", "is a table, not a value"),
 ]
 
@@ -226,3 +227,15 @@ def test_a_variable_indexes_the_array_it_ranges_over_or_is_its_item() -> None:
                               "count(xs[i] == i for i in xs) >= 1"]), recs,
                  lambda r: all(r["ys"][x] > 0 for x in r["xs"]) and r["n"] == sum(r["ys"][x] for x in r["xs"])
                  and sum(x == i for i, x in enumerate(r["xs"])) >= 1, max_paths=15) > 0
+
+
+def test_ranges_up_to_a_variable_length() -> None:
+    """range(len(xs)) / 0..len(xs) on a variable-length array: the positions that exist (an
+    instance that does not index xs still applies only there); len(TABLE) is its size."""
+    props = {"xs": arr(I(0, 2), 1, 3), "n": I(0, 3), "c": arr(I(0, 5), 3, 3)}
+    recs = records(xs=lists(range(3), 1, 3), n=list(range(4)), c=lists(range(6), 3, 3))
+    assert exact(spec(props, ["n == count(true for i in range(len(xs)))",
+                              "forall i in 0..len(xs): xs[i] <= i",
+                              "forall k in range(len(cap)): c[k] == cap[k]"], {"cap": [5, 0, 2]}), recs,
+                 lambda r: r["n"] == len(r["xs"]) and all(x <= i for i, x in enumerate(r["xs"]))
+                 and r["c"] == [5, 0, 2], max_paths=15) == 1 + 2 + 2 * 3
