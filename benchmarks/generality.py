@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional
@@ -31,6 +31,8 @@ class Kind:
     # the same problem written other ways a user might (item generators, Python spellings, other
     # aggregates): each list of relations replaces the spec's and must decide the same records
     variants: list[list] = field(default_factory=list)
+    # one plain-Python predicate per relation name: `check` must name exactly the failing ones
+    parts: Mapping[str, Callable[[Record], bool]] = field(default_factory=dict)
 
     def variant_doc(self, k: int) -> dict:
         d = dict(self.doc)
@@ -145,7 +147,14 @@ def meetings(large: bool = False) -> Kind:
         "implies not (meetings[i].start < meetings[j].start + dur[j] "
         "and meetings[j].start < meetings[i].start + dur[i])",
     ]]
-    return Kind("meetings", doc, valid, None if large else _product(meetings=_lists(slots, n, n)), variants)
+    def apart(r: Record) -> bool:
+        m = r["meetings"]
+        return all(m[i]["start"] + dur[i] <= m[j]["start"] or m[j]["start"] + dur[j] <= m[i]["start"]
+                   for i in range(n) for j in range(i + 1, n) if m[i]["room"] == m[j]["room"] or (i, j) in pairs)
+
+    parts = {"within_day": lambda r: all(x["start"] + dur[i] <= horizon for i, x in enumerate(r["meetings"])),
+             "no_overlap": apart}
+    return Kind("meetings", doc, valid, None if large else _product(meetings=_lists(slots, n, n)), variants, parts)
 
 
 # -- 2. invoice with VAT rounding ----------------------------------------------------------------------
@@ -176,7 +185,10 @@ def invoice(large: bool = False) -> Kind:
         "total - vat == subtotal",
     ]]
     return Kind("invoice", doc, valid, None if large else _product(
-        lines=_lists(lines, n, n), subtotal=_steps(*sub), vat=_steps(*vat), total=_steps(*tot)), variants)
+        lines=_lists(lines, n, n), subtotal=_steps(*sub), vat=_steps(*vat), total=_steps(*tot)), variants, {
+        "subtotal": lambda r: _num(r["subtotal"]) == sum(x["qty"] * _num(x["price"]) for x in r["lines"]),
+        "vat": lambda r: _num(r["vat"]) == _round_half_up(_num(r["subtotal"]) * Fraction(rate), Fraction(q)),
+        "total": lambda r: _num(r["total"]) == _num(r["subtotal"]) + _num(r["vat"])})
 
 
 # -- 3. seating chart: tables of guests ----------------------------------------------------------------
@@ -218,7 +230,15 @@ def seating(large: bool = False) -> Kind:
         "forall k in range(len(tables)): len(tables[k].guests) <= capacity[k]",
         "forall x in tables: forall k: x.guests[k] < x.guests[k+1]",
     ] + [f"not any({a!r} in x.guests and {b!r} in x.guests for x in tables)" for a, b in feuds]]
-    return Kind("seating", doc, valid, None if large else _product(tables=_lists(per_table, t, t)), variants)
+    def seated(r: Record) -> list[str]:
+        return [g for x in r["tables"] for g in x["guests"]]
+
+    parts = {"seated_once": lambda r: len(seated(r)) == len(set(seated(r))),
+             "everyone": lambda r: len(seated(r)) == len(guests),
+             "capacity": lambda r: all(len(x["guests"]) <= capacity[k] for k, x in enumerate(r["tables"])),
+             "name_order": lambda r: all(a < b for x in r["tables"] for a, b in zip(x["guests"], x["guests"][1:])),
+             "feuds": lambda r: not any(a in x["guests"] and b in x["guests"] for x in r["tables"] for a, b in feuds)}
+    return Kind("seating", doc, valid, None if large else _product(tables=_lists(per_table, t, t)), variants, parts)
 
 
 # -- 4. exam timetable: clashing exams apart, one exam per room and slot --------------------------------
@@ -250,7 +270,10 @@ def exams(large: bool = False) -> Kind:
         "len(set((e.slot, e.room) for e in exams)) == len(exams)",
         "exams[0].room == 'R1'",
     ]]
-    return Kind("exams", doc, valid, None if large else _product(exams=_lists(cells, n, n)), variants)
+    parts = {"no_clash": lambda r: all(r["exams"][i]["slot"] != r["exams"][j]["slot"] for i, j in clash),
+             "one_per_room": lambda r: len({(x["slot"], x["room"]) for x in r["exams"]}) == len(r["exams"]),
+             "big_room": lambda r: r["exams"][0]["room"] == "R1"}
+    return Kind("exams", doc, valid, None if large else _product(exams=_lists(cells, n, n)), variants, parts)
 
 
 # -- 5. round-robin fixture: rounds of games, every pair once ----------------------------------------
@@ -300,7 +323,14 @@ def round_robin(large: bool = False) -> Kind:
     return Kind("round_robin", doc, valid,
                 None if large else _product(rounds=[[list(r) for r in rs] for rs in
                                                     itertools.product(_lists(gs, games, games), repeat=rounds)]),
-                variants)
+                variants, {
+                    "two_teams": lambda r: all(g["home"] != g["away"] for rnd in r["rounds"] for g in rnd),
+                    "once_a_round": lambda r: all(sum(p in (g["home"], g["away"]) for g in rnd) <= 1
+                                                  for rnd in r["rounds"] for p in teams),
+                    "pairs_once": lambda r: len({frozenset((g["home"], g["away"])) for rnd in r["rounds"] for g in rnd})
+                    == rounds * games,
+                    "home_games": lambda r: all(sum(g["home"] == p for rnd in r["rounds"] for g in rnd) <= hosts
+                                                for p in teams)})
 
 
 # -- 6. expense split: exact shares ---------------------------------------------------------------------
@@ -333,7 +363,11 @@ def expense_split(large: bool = False) -> Kind:
     ]]
     return Kind("expense_split", doc, valid, None if large else _product(
         total=list(range(total["minimum"], total["maximum"] + 1)), payer=names, people=_lists(people, 1, most)),
-        variants)
+        variants, {
+            "distinct": lambda r: len({p["name"] for p in r["people"]}) == len(r["people"]),
+            "payer_shares": lambda r: r["payer"] in [p["name"] for p in r["people"]],
+            "split": lambda r: all(_num(p["owes"]) == (0 if p["name"] == r["payer"] else
+                                                      Fraction(r["total"], len(r["people"]))) for p in r["people"])})
 
 
 # -- 7. shift roster: availability, fairness -------------------------------------------------------------
@@ -367,7 +401,10 @@ def shift_roster(large: bool = False) -> Kind:
     ]]
     return Kind("shift_roster", doc, valid,
                 None if large else _product(roster=[list(x) for x in itertools.product(
-                    _lists(staff, per_day, per_day), repeat=days)]), variants)
+                    _lists(staff, per_day, per_day), repeat=days)]), variants, {
+                    "distinct_in_order": lambda r: all(a < b for day in r["roster"] for a, b in zip(day, day[1:])),
+                    "available": lambda r: all(avail[p][d] == 1 for d, day in enumerate(r["roster"]) for p in day),
+                    "fair": lambda r: all(sum(day.count(p) for day in r["roster"]) <= most for p in staff)})
 
 
 # -- 8. nutrition label: energy rounded as labels round it --------------------------------------------------
@@ -387,6 +424,13 @@ def nutrition(large: bool = False) -> Kind:
         _rel("low_fat", "low_fat == (sum(items[i].grams * fat100[items[i].food] / 100 for i) <= 3)"),
     ], {"kcal100": {f: kcal100[f] for f in foods}, "fat100": {f: fat100[f] for f in foods}})
 
+    def _fat_ok(r: Record) -> bool:
+        return sum(Fraction(x["grams"]) * _num(fat100[x["food"]]) / 100 for x in r["items"]) <= 3
+
+    def _label_ok(r: Record) -> bool:
+        e = sum((Fraction(x["grams"]) * kcal100[x["food"]] / 100 for x in r["items"]), Fraction(0))
+        return r["kcal"] == _round_half_up(e, Fraction(5 if e < 50 else 10))
+
     def valid(r: Record) -> bool:
         e = sum((Fraction(x["grams"]) * kcal100[x["food"]] / 100 for x in r["items"]), Fraction(0))
         label = _round_half_up(e, Fraction(5 if e < 50 else 10))
@@ -401,7 +445,9 @@ def nutrition(large: bool = False) -> Kind:
         "low_fat != (sum(it.grams * fat100[it.food] for it in items) > 300)",
     ]]
     return Kind("nutrition", doc, valid, None if large else _product(
-        items=_lists(items, 1, most), kcal=list(range(0, hi + 1, 5)), low_fat=[False, True]), variants)
+        items=_lists(items, 1, most), kcal=list(range(0, hi + 1, 5)), low_fat=[False, True]), variants, {
+        "kcal_label": _label_ok,
+        "low_fat": lambda r: r["low_fat"] == _fat_ok(r)})
 
 
 # -- 9. packing list: bags with capacity -------------------------------------------------------------------
@@ -436,7 +482,12 @@ def packing(large: bool = False) -> Kind:
         "'passport' in [p.item for p in packed]",
         f"forall b in range({bags}): sum(weight[p.item] for p in packed if p.bag == b) <= capacity[b]",
     ]]
-    return Kind("packing", doc, valid, None if large else _product(packed=_lists(items, 1, most)), variants)
+    def fits(r: Record) -> bool:
+        return all(sum(weight[x["item"]] for x in r["packed"] if x["bag"] == b) <= capacity[b] for b in range(bags))
+
+    parts = {"distinct": lambda r: len({x["item"] for x in r["packed"]}) == len(r["packed"]),
+             "passport": lambda r: "passport" in [x["item"] for x in r["packed"]], "capacity": fits}
+    return Kind("packing", doc, valid, None if large else _product(packed=_lists(items, 1, most)), variants, parts)
 
 
 # -- 10. Latin square (a sudoku without boxes) with a given cell --------------------------------------------
@@ -463,7 +514,10 @@ def latin(large: bool = False) -> Kind:
         f"forall c: all_different([grid[r][c] for r in range({n})])",
         "grid[0][0] == 1",
     ]]
-    return Kind("latin", doc, valid, None if large else gen, variants)
+    parts = {"rows": lambda r: all(len(set(row)) == n for row in r["grid"]),
+             "columns": lambda r: all(len({row[c] for row in r["grid"]}) == n for c in range(n)),
+             "given": lambda r: r["grid"][0][0] == 1}
+    return Kind("latin", doc, valid, None if large else gen, variants, parts)
 
 
 KINDS: dict[str, Callable[[bool], Kind]] = {

@@ -2,7 +2,10 @@
 user writes it first, on instances small enough to enumerate every record. Against the brute
 force (the kind's plain-Python oracle over every record):
 
-- `check` agrees with the oracle on every record;
+- `check` agrees with the oracle on every record, and names exactly the relations that fail
+  (each relation has a plain-Python predicate of its own; their conjunction is cross-checked
+  against the kind's whole-record oracle);
+- the same problem written another way (each kind's variant) decides the same records;
 - `count()` equals the number of valid records, and `solve()` finds a valid one;
 - solver-level decoding walks (random feasible value at every slot, in document order) never
   dead-end, their feasible values equal brute force's after every prefix, and they end valid;
@@ -51,6 +54,10 @@ def _brute(name: str) -> tuple[Kind, CompiledSpec, list[dict], list[tuple]]:
             want = kind.valid(r)
             got = cs.check(r)
             assert (got == []) == want, f"{name}: check says {[str(v) for v in got] or 'valid'}, oracle {want}: {r}"
+            # check names exactly the relations that fail (each relation's own plain-Python oracle)
+            broken = {rel for rel, holds in kind.parts.items() if not holds(r)}
+            assert {v.relation for v in got} == broken, f"{name}: check names {[str(v) for v in got]}, " \
+                                                        f"oracle {sorted(broken)}: {r}"
             if want:
                 valid.append(r)
         assert n > len(valid) > 0, f"{name}: {len(valid)} of {n} records valid (the instance decides nothing)"
@@ -61,6 +68,7 @@ def _brute(name: str) -> tuple[Kind, CompiledSpec, list[dict], list[tuple]]:
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_check_count_and_solve_match_brute_force(name: str) -> None:
     kind, cs, valid, projs = _brute(name)
+    assert set(kind.parts) == {r.name for r in cs.relations}  # a predicate per relation
     # every field of the small instances takes part in a relation: records and assignments match
     assert len(projs) == len(valid)
     assert cs.count() == len(valid)
