@@ -111,6 +111,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"  {v}")
     if len(violations) > MAX_VIOLATIONS_SHOWN:
         print(f"  ... and {len(violations) - MAX_VIOLATIONS_SHOWN} more")
+        if violations[-1].relation == "limit":  # the check stopped at MAX_VIOLATIONS: say so
+            print(f"  {violations[-1]}")
     return EXIT_INVALID
 
 

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, Relation, load_relations
-from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
+from factorspec.graph.limits import MAX_DEPTH, MAX_VIOLATIONS, depth_of, elide, load_json
 from factorspec.graph.objects import fresh_keys, minimal_members
 from factorspec.graph.relations import from_json
 from factorspec.graph.schema import (
@@ -45,6 +45,15 @@ class Violation:
             vals += f", ... ({len(self.values) - 8} more)"
         head = f"{self.relation}" + (f" [{b}]" if b else "")
         return f"{elide(head)}: {elide(self.text, 400)}" + (f"  ({elide(vals, 800)})" if vals else "")
+
+
+def _capped(out: list[Violation]) -> list[Violation]:
+    """`out`, and when it reached MAX_VIOLATIONS a last entry saying the list stops there (a
+    record of 10^6 bad items is answered in about a second with bounded output)."""
+    if len(out) >= MAX_VIOLATIONS:
+        out.append(Violation("limit", f"the first {MAX_VIOLATIONS} violations are listed, further ones "
+                                      f"were not looked for (limit MAX_VIOLATIONS = {MAX_VIOLATIONS})", {}, {}))
+    return out
 
 
 def _show(v: Any) -> str:
@@ -197,7 +206,8 @@ class CompiledSpec:
         """Internal assignment of a record (schema-valid), or the schema violations."""
         sv = schema_violations(self.template, record)
         if sv:
-            return None, [Violation("schema", msg, {}, {path_text(p): _get(record, p)}) for p, msg in sv]
+            return None, _capped([Violation("schema", msg, {}, {path_text(p): _get(record, p)})
+                                  for p, msg in sv[:MAX_VIOLATIONS]])
         A = [v.lo for v in self.vars]
         for path, v in self.len_var_of.items():
             x = _get(record, path)
@@ -229,7 +239,9 @@ class CompiledSpec:
             if not ok:
                 vals = {v.name: _get(record, v.path) for v in f.slots if _has(record, v.path)}
                 out.append(Violation(f.relation.name, f.relation.text, f.bindings, vals))
-        return out
+                if len(out) >= MAX_VIOLATIONS:
+                    break
+        return _capped(out)
 
     def canonical_text(self, record: Any) -> str:
         return canonical_text(self.template, record, self.style)
