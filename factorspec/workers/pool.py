@@ -19,8 +19,8 @@ which has its vocabulary built already, when there is one; a fresh spare then st
 background), and the requests it held are re-added on the workers that are ready, each with the
 tokens it had accepted, and their part of outstanding steps is resent (same rows): they continue
 with identical masks and no step waits for a process to start. With the mirror on (by default
-where the host has a core for it) the spare also keeps a shadow of every request, and the one that takes a dead worker's place serves its
-requests from their shadows: nothing to compile again in that step. A model's vocabulary is
+where the host has a core for it) the spare also keeps a shadow of every request, and the one
+that takes a dead worker's place serves its requests from their shadows: nothing to compile again in that step. A model's vocabulary is
 built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
 worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
 kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy

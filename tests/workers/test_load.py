@@ -34,7 +34,8 @@ def test_256_requests_with_random_worker_kills() -> None:
     specs += [example_spec("meeting_schedule"), example_spec("seating_plan"),
               example_spec("trip_plan"), example_spec("budget_allocation")] * 2
     # (n required: an optional property whose schema admits no value is left out, errors.EmptySchema)
-    specs += [{"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}}, "required": ["n"]},
+    specs += [{"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}},
+               "required": ["n"]},
               {"type": "array", "items": {"type": "strin"}}, "{oops", {"x-factorspec": {"relations": ["n ==="]}}]
     raising = set(range(len(specs), N))  # these roll back past their start at their 3rd step
     specs += plan_specs(len(raising), seed=43)
