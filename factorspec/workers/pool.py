@@ -20,8 +20,8 @@ background), and the requests it held are re-added on the workers that are ready
 tokens it had accepted, and their part of outstanding steps is resent (same rows): they continue
 with identical masks and no step waits for a process to start. With the mirror on (by default
 where the host has a core for it) the spare also keeps a shadow of every request, and the one
-that takes a dead worker's place serves its requests from their shadows: nothing to compile again in that step. A model's vocabulary is
-built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
+that takes a dead worker's place serves its requests from their shadows: nothing to compile
+again in that step. A model's vocabulary is built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
 worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
 kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy
 with at the deadline (its progress word in the shared block says which) fails with
