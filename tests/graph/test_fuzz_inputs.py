@@ -217,6 +217,22 @@ def test_relation_violations_are_capped_too(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(cs.check({"a": [1] * 30})) == 30
 
 
+@pytest.mark.parametrize("rel,tail", [
+    (" + ".join(["x"] * 3000) + " ===", "at offset 12000"),
+    ("q" * 20_000 + " == 1", "not a top-level property, table or index variable)"),
+])
+def test_error_messages_are_bounded_and_keep_the_reason(rel: str, tail: str) -> None:
+    """Errors echoed whole expressions (12,109 and 20,118 characters): now cut in the middle to
+    MAX_MESSAGE, the head naming the relation and the tail the reason."""
+    from factorspec.errors import MAX_MESSAGE
+
+    with pytest.raises(SpecError) as e:
+        compile_spec({**SMALL, "x-factorspec": {"relations": [rel]}})
+    text = str(e.value)
+    assert len(text) <= MAX_MESSAGE + 60 and "characters elided" in text, len(text)
+    assert text.startswith("/x-factorspec/relations/0: relation ") and text.endswith(tail)
+
+
 def test_elide_and_load_json() -> None:
     assert elide("abc") == "abc"
     assert len(elide("x" * 10_000)) < 200
@@ -337,8 +353,11 @@ def _run_case(fn: Any, tally: dict = TALLY) -> None:
     t0 = time.monotonic()
     try:
         fn()
-    except FactorSpecError:
+    except FactorSpecError as e:
         tally["clear errors"] += 1
+        if len(str(e)) > 1100:  # a clear error is a bounded one
+            tally["answers wrong"] += 1
+            raise AssertionError(f"error message of {len(str(e))} characters") from None
     except AssertionError:
         tally["answers wrong"] += 1
         raise
