@@ -1,7 +1,6 @@
 """Errors FactorSpec raises. Each names what is at fault so a caller can show it as is."""
 from __future__ import annotations
 
-
 MAX_MESSAGE = 1000  # characters of one error message (a relation of 10^4 characters is not echoed whole)
 
 
