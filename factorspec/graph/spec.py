@@ -58,6 +58,13 @@ def _capped(out: list[Violation]) -> list[Violation]:
 
 def _show(v: Any) -> str:
     """A value as JSON, elided; a big list or object is not serialised whole to be cut."""
+    try:
+        return _show_json(v)
+    except (RecursionError, ValueError):  # nested near the interpreter's limit (or circular)
+        return f"(a {type(v).__name__} nested too deeply to show)"
+
+
+def _show_json(v: Any) -> str:
     if isinstance(v, list) and len(v) > 20:
         return elide(json.dumps([_jsonable(x) for x in v[:20]], ensure_ascii=False, default=str)[:-1]
                      + f", ... ({len(v) - 20} more items)]")
@@ -226,8 +233,13 @@ class CompiledSpec:
         return A, []
 
     def check(self, record: Any) -> list[Violation]:
-        """Every violated relation instance (with the paths and values it involves)."""
-        A, bad = self.assignment_of(record)
+        """Every violated relation instance (with the paths and values it involves). A record
+        nested too deeply for the recursive walk raises InputLimitError naming MAX_DEPTH (its
+        depth is not measured first: that would cost a pass over every item of every record)."""
+        try:
+            A, bad = self.assignment_of(record)
+        except RecursionError:
+            raise InputLimitError("MAX_DEPTH", MAX_DEPTH, "the record nests arrays/objects too deeply") from None
         if A is None:
             return bad
         out = []

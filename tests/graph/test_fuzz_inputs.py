@@ -233,6 +233,65 @@ def test_error_messages_are_bounded_and_keep_the_reason(rel: str, tail: str) -> 
     assert text.startswith("/x-factorspec/relations/0: relation ") and text.endswith(tail)
 
 
+def _nested(n: int) -> list:
+    out: list = []
+    cur = out
+    for _ in range(n):
+        cur.append([])
+        cur = cur[0]
+    return out
+
+
+DEEP_SPEC = {"type": "object", "properties": {
+    "x": {"type": "integer", "minimum": 0, "maximum": 10},
+    "a": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}, "any": {}}, "required": ["x"]}
+
+
+@pytest.mark.parametrize("n", [400, 900, 975, 990, 1_100, 100_000])
+@pytest.mark.parametrize("where", ["a", "x", "root", "any"])
+def test_check_of_a_deep_record_is_an_answer_or_names_max_depth(n: int, where: str) -> None:
+    """A record nested near or past the interpreter's recursion limit made `check` (the API)
+    raise RecursionError, from the walk or from printing the offending value."""
+    from factorspec.errors import InputLimitError
+
+    cs = compile_spec(DEEP_SPEC)
+    rec: Any = _nested(n) if where == "root" else {"x": 1, where: _nested(n)}
+    try:
+        out = cs.check(rec)
+    except InputLimitError as e:
+        assert "MAX_DEPTH" in str(e)
+        return
+    assert all(len(str(v)) < 2000 for v in out)
+    assert (out == []) == (where == "any")
+
+
+@pytest.mark.parametrize("n", [995, 600])
+def test_cli_check_of_a_deep_record_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                            monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """Too deep to parse (995), or parsed and then too deep for the check's walk (600 under a
+    lowered recursion limit): exit 2 naming MAX_DEPTH either way, not a traceback."""
+    import sys
+
+    spec = _write(tmp_path, "spec.json", json.dumps(DEEP_SPEC))
+    rec = _write(tmp_path, "rec.json", '{"x": 1, "a": ' + "[" * n + "]" * n + "}")
+    import factorspec.graph.spec as spec_mod
+
+    real = spec_mod.CompiledSpec.assignment_of
+
+    def shallow(self, record):  # type: ignore[no-untyped-def]
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(len(__import__("inspect").stack()) + 300)
+        try:
+            return real(self, record)
+        finally:
+            sys.setrecursionlimit(old)
+
+    monkeypatch.setattr(spec_mod.CompiledSpec, "assignment_of", shallow)
+    code = main(["check", spec, rec])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("factorspec: error: record ") and "MAX_DEPTH" in err, (code, err)
+
+
 def test_elide_and_load_json() -> None:
     assert elide("abc") == "abc"
     assert len(elide("x" * 10_000)) < 200
