@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
+from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     eliminate,
     excluded_values,
@@ -1013,19 +1014,24 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
 
 
 def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
-    """Every way `value` breaks the template, as (path, message) pairs."""
+    """Every way `value` breaks the template, as (path, message) pairs: the first MAX_VIOLATIONS of
+    them (the walk stops there, so a record of 10^6 bad items costs what 10^4 cost)."""
     out: list[tuple[tuple, str]] = []
     if isinstance(node, Obj):
         if not isinstance(value, dict):
             return [(path, f"expected an object, got {_dump(value)}")]
         keys = {f.key for f in node.fields}
         for k in value:
+            if len(out) >= MAX_VIOLATIONS:
+                break
             if k not in keys:
                 if node.extra is None:
                     out.append((path + (k,), "property not allowed (additionalProperties: false)"))
                 else:
                     out += schema_violations(node.extra, value[k], path + (k,))
         for f in node.fields:
+            if len(out) >= MAX_VIOLATIONS:
+                break
             if f.key in value:
                 out += schema_violations(f.node, value[f.key], path + (f.key,))
             elif f.required:
@@ -1033,7 +1039,7 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
         if node.rules is not None:
             out += [(path, msg) for msg in dependency_violations(node.rules, [f.key for f in node.fields], value,
                                                                  len(value))]
-        return out
+        return out[:MAX_VIOLATIONS]
     if isinstance(node, Arr):
         if not isinstance(value, list):
             return [(path, f"expected an array, got {_dump(value)}")]
@@ -1045,9 +1051,13 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
             for i, v in enumerate(value):
                 if enc(v) is None:
                     out += schema_violations(item, v, path + (i,))
+                    if len(out) >= MAX_VIOLATIONS:  # the caller says the list was cut
+                        return out[:MAX_VIOLATIONS]
             return out
         for i, v in enumerate(value):
             out += schema_violations(item, v, path + (i,))
+            if len(out) >= MAX_VIOLATIONS:
+                return out[:MAX_VIOLATIONS]
         return out
     if node.kind == "any":
         return out

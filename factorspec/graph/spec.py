@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, Relation, load_relations
-from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
+from factorspec.graph.limits import MAX_DEPTH, MAX_VIOLATIONS, depth_of, elide, load_json
 from factorspec.graph.objects import fresh_keys, minimal_members
 from factorspec.graph.relations import from_json
 from factorspec.graph.schema import (
@@ -47,8 +47,24 @@ class Violation:
         return f"{elide(head)}: {elide(self.text, 400)}" + (f"  ({elide(vals, 800)})" if vals else "")
 
 
+def _capped(out: list[Violation]) -> list[Violation]:
+    """`out`, and when it reached MAX_VIOLATIONS a last entry saying the list stops there (a
+    record of 10^6 bad items is answered in about a second with bounded output)."""
+    if len(out) >= MAX_VIOLATIONS:
+        out.append(Violation("limit", f"the first {MAX_VIOLATIONS} violations are listed, further ones "
+                                      f"were not looked for (limit MAX_VIOLATIONS = {MAX_VIOLATIONS})", {}, {}))
+    return out
+
+
 def _show(v: Any) -> str:
     """A value as JSON, elided; a big list or object is not serialised whole to be cut."""
+    try:
+        return _show_json(v)
+    except (RecursionError, ValueError):  # nested near the interpreter's limit (or circular)
+        return f"(a {type(v).__name__} nested too deeply to show)"
+
+
+def _show_json(v: Any) -> str:
     if isinstance(v, list) and len(v) > 20:
         return elide(json.dumps([_jsonable(x) for x in v[:20]], ensure_ascii=False, default=str)[:-1]
                      + f", ... ({len(v) - 20} more items)]")
@@ -197,7 +213,8 @@ class CompiledSpec:
         """Internal assignment of a record (schema-valid), or the schema violations."""
         sv = schema_violations(self.template, record)
         if sv:
-            return None, [Violation("schema", msg, {}, {path_text(p): _get(record, p)}) for p, msg in sv]
+            return None, _capped([Violation("schema", msg, {}, {path_text(p): _get(record, p)})
+                                  for p, msg in sv[:MAX_VIOLATIONS]])
         A = [v.lo for v in self.vars]
         for path, v in self.len_var_of.items():
             x = _get(record, path)
@@ -216,8 +233,13 @@ class CompiledSpec:
         return A, []
 
     def check(self, record: Any) -> list[Violation]:
-        """Every violated relation instance (with the paths and values it involves)."""
-        A, bad = self.assignment_of(record)
+        """Every violated relation instance (with the paths and values it involves). A record
+        nested too deeply for the recursive walk raises InputLimitError naming MAX_DEPTH (its
+        depth is not measured first: that would cost a pass over every item of every record)."""
+        try:
+            A, bad = self.assignment_of(record)
+        except RecursionError:
+            raise InputLimitError("MAX_DEPTH", MAX_DEPTH, "the record nests arrays/objects too deeply") from None
         if A is None:
             return bad
         out = []
@@ -229,7 +251,9 @@ class CompiledSpec:
             if not ok:
                 vals = {v.name: _get(record, v.path) for v in f.slots if _has(record, v.path)}
                 out.append(Violation(f.relation.name, f.relation.text, f.bindings, vals))
-        return out
+                if len(out) >= MAX_VIOLATIONS:
+                    break
+        return _capped(out)
 
     def canonical_text(self, record: Any) -> str:
         return canonical_text(self.template, record, self.style)
