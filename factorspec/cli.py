@@ -107,6 +107,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _error(f"record {args.record}: {e}")
     if not violations:
         print("valid")
+        soft = cs.soft_violations(record)  # preferences not met: reported, never invalid
+        if soft:
+            print(f"soft: {len(soft)} preference{'s' if len(soft) != 1 else ''} not met "
+                  f"(penalty {cs.soft_penalty(record)})")
+            for v in soft[:MAX_VIOLATIONS_SHOWN]:
+                print(f"  {v}")
         return EXIT_OK
     print(f"invalid: {len(violations)} violation{'s' if len(violations) != 1 else ''}")
     for v in violations[:MAX_VIOLATIONS_SHOWN]:
@@ -128,6 +134,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
             n = cs.count(args.limit)
             more = " (limit reached)" if n >= args.limit else ""
             print(f"valid records{more}: {n}")
+        elif args.prefer_soft:
+            from factorspec.graph.soft import solve_preferring
+            pref = solve_preferring(cs)
+            print(cs.canonical_text(pref.record))
+            if pref.kept or pref.left_out:  # stdout stays the record alone
+                print(f"soft: met {', '.join(pref.kept) or 'none'}; not met {', '.join(pref.left_out) or 'none'}",
+                      file=sys.stderr)
         else:
             print(cs.canonical_text(cs.solve()))
         return EXIT_OK
@@ -255,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=10**9, help="stop counting at this many (default 1e9)")
     p.add_argument("--max-nodes", type=int, default=None, metavar="N", help="search node budget")
     p.add_argument("--max-seconds", type=float, default=None, metavar="S", help="search time budget")
+    p.add_argument("--prefer-soft", action="store_true",
+                   help="meet soft relations greedily by weight (kept and left-out ones on stderr)")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("generate", help="one record for one prompt (exit 0 valid, 1 not, 2 bad input)",

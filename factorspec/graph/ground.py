@@ -34,6 +34,8 @@ class Relation:
     ast: dict
     message: str = ""
     pointer: str = ""
+    soft: bool = False  # a preference: never restricts records or masks, reported apart by check
+    weight: int = 1
 
 
 @dataclass
@@ -42,7 +44,7 @@ class Factor:
 
     relation: Relation
     node: E.Node
-    bindings: dict[str, int]
+    bindings: dict[str, Any]
     slots: list[E.Var]
 
     def describe(self) -> str:
@@ -97,11 +99,36 @@ def _norm_value(v: Any, where: str) -> Any:
     raise SpecError(where, f"table values must be JSON scalars, got {json.dumps(v)[:40]}")
 
 
+@dataclass(frozen=True)
+class SubTable:
+    """A table inside a table (`{"ann": {"mon": 8}}`, `[{"a": 1}, ...]`): looked up one key at a
+    time, `hours[p][d]`; it is not a value (membership and comparison refuse it)."""
+
+    data: Any  # a normalised table: a dict, or a list of row tuples
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _norm_entry(v: Any, where: str) -> Any:
+    """A value of an object table: a scalar, or a table of its own (an object, or a list)."""
+    if isinstance(v, (dict, list)):
+        return SubTable(_norm_table_at(where, v))
+    return _norm_value(v, where)
+
+
 def _norm_table(name: str, data: Any) -> Any:
-    where = f"/x-factorspec/tables/{escape_pointer(name)}"
+    return _norm_table_at(f"/x-factorspec/tables/{escape_pointer(name)}", data)
+
+
+def _norm_table_at(where: str, data: Any) -> Any:
     if isinstance(data, dict):
-        return {k: _norm_value(v, f"{where}/{escape_pointer(k)}") for k, v in data.items()}
+        out = {k: _norm_entry(v, f"{where}/{escape_pointer(k)}") for k, v in data.items()}
+        _same_shape(list(out.values()), where)
+        return out
     if isinstance(data, list):
+        if data and all(isinstance(r, dict) for r in data):  # a list of objects: positional sub-tables
+            return [(SubTable(_norm_table_at(f"{where}/{i}", r)),) for i, r in enumerate(data)]
         rows = []
         width = None
         for i, r in enumerate(data):
@@ -113,6 +140,18 @@ def _norm_table(name: str, data: Any) -> Any:
             rows.append(row)
         return rows
     raise SpecError(where, "a table must be an object (lookup) or an array (allowed tuples/values)")
+
+
+def _holds_tables(rows: Any) -> bool:
+    """Whether a list table's entries are tables (a list of objects)."""
+    return isinstance(rows, list) and bool(rows) and len(rows[0]) == 1 and isinstance(rows[0][0], SubTable)
+
+
+def _same_shape(vals: list, where: str) -> None:
+    """An object table holds values or tables, not both (a lookup's kind must be one)."""
+    subs = sum(isinstance(v, SubTable) for v in vals)
+    if 0 < subs < len(vals):
+        raise SpecError(where, "an object table holds either values or tables, not both")
 
 
 class Grounder:
@@ -176,9 +215,16 @@ class Grounder:
         s = ref.node
         assert isinstance(s, Scalar)
         if not s.finite:
-            what = {"string": "free-text string", "number": "number without multipleOf"}.get(s.kind, "unbounded value")
-            raise self.err(f"{path_text(ref.path)} ({s.pointer or '/'}) is a {what}; relations may only "
-                           "use fields with a finite domain (enum, boolean, bounded integer, bounded fixed-point)")
+            what = {"string": "a free-text string", "number": "a number without multipleOf",
+                    "any": "any JSON value"}.get(s.kind, "an unbounded value")
+            if s.kind == "union":
+                kinds = ", ".join(dict.fromkeys(
+                    "null" if getattr(a, "kind", "") == "enum" and getattr(a, "values", None) == [None]
+                    else getattr(a, "kind", type(a).__name__.lower()) for a in s.alts))
+                what = f"a union of several types ({kinds})"
+            raise self.err(f"{path_text(ref.path)} ({s.pointer or '/'}) is {what}; relations may only "
+                           "use fields of one type with a finite domain (enum, boolean, bounded integer, bounded "
+                           "fixed-point)")
         order = self._order(ref.path)
         if s.kind == "enum":
             vals = s.values
@@ -284,7 +330,7 @@ class Grounder:
         self._count += 1
         if self._count > MAX_INSTANCES:
             raise self.err(f"more than {MAX_INSTANCES} relation instances: the spec is too large to ground")
-        guards: list[E.Node] = []
+        guards: list[E.Node] = self._bound_guards(env)
         self._slots = []
         self._reqs = []
         node = self.boolean(self.expr(ast, env, guards), ast)
@@ -294,11 +340,21 @@ class Grounder:
         if g is not None:
             node = E.implies(g, node)
         node = _prune(node)
+        shown = {k: path_text(v.path) if isinstance(v, Ref) else v for k, v in env.items()}
         if isinstance(node, E.Const):
             if not node.v:
-                self.factors.append(Factor(rel, node, dict(env), []))
+                self.factors.append(Factor(rel, node, shown, []))
             return
-        self.factors.append(Factor(rel, node, dict(env), list(dict.fromkeys(self._slots))))
+        self.factors.append(Factor(rel, node, shown, list(dict.fromkeys(self._slots))))
+
+    def _bound_guards(self, env: dict) -> list[E.Node]:
+        """Presence of the items that variables are bound to (`for l in lines`): an instance over
+        an item that does not exist applies only when it does, as one that indexes it."""
+        out: list[E.Node] = []
+        for v in env.values():
+            if isinstance(v, Ref):
+                out.extend(self.guards(v.path))
+        return out
 
     def _expand_forall(self, ast: dict, env: dict):
         names = ast["vars"]
@@ -336,11 +392,23 @@ class Grounder:
             ref = self._quiet_expr(rng["args"][0], env)
             if isinstance(ref, TableRef):
                 return self._table_members(ref, name)
+            # indices when the variable indexes the array it ranges over (`xs[i] for i in xs`); items
+            # otherwise, as Python reads it (`l.qty for l in lines`, `avail[p] for p in roster[d]`)
+            items = isinstance(ref, ListVal) or _is_base(body, name) or \
+                not any(base == rng["args"][0] for base, _ in _index_sites(body, name))
+            if isinstance(ref, ListVal):  # `for g in tables[*].guests[*]`: the items a star reaches
+                if not all(isinstance(r, Ref) for _g, r in ref.items):
+                    raise self.err(f"{name!r} ranges over the items of {to_text(rng['args'][0])}, so it cannot "
+                                   f"be an index; range over an array path to get indices")
+                return [r for _g, r in ref.items]
             if not isinstance(ref, Ref) or not isinstance(ref.node, Arr):
                 raise self.err(f"'in' range of {name!r} must be an array path (its indices), a table "
                                f"(its values, or an object table's keys) or a..b, not "
                                f"{to_text(rng['args'][0])}")
-            return list(range(self._check_max_items(ref.path, ref.node)))
+            count = self._check_max_items(ref.path, ref.node)
+            if items:  # `for l in lines` with l never an index: Python's reading, l is each item
+                return [Ref(ref.path + (k,), ref.node.item) for k in range(count)]
+            return list(range(count))
         # infer: every array index that mentions `name` must be in bounds
         allowed: Optional[set[int]] = None
         for base, idx in _index_sites(body, name):
@@ -414,6 +482,9 @@ class Grounder:
         """What `name in TABLE` ranges over: an object table's keys, a list table's values."""
         if isinstance(t.data, dict):
             return list(t.data)
+        if _holds_tables(t.data):
+            raise self.err(f"{name!r} cannot range over table {t.name!r}: its entries are tables "
+                           f"(write 'forall k in 0..{len(t.data)}: ... {t.name}[k] ...' to take them by position)")
         if any(len(r) != 1 for r in t.data):
             raise self.err(f"{name!r} cannot range over table {t.name!r}: its rows have several columns "
                            f"(write 'forall k in 0..{len(t.data)}: ... {t.name}[k][0] ...' to take rows by position)")
@@ -427,6 +498,10 @@ class Grounder:
                 return val
             if isinstance(val, Fraction) and val.denominator == 1:
                 return int(val)
+        if isinstance(v, E.Node) and any(self.vars[i] in self.len_var_of.values() for i in v.vars):
+            raise self.err(f"{to_text(ast)} must be a constant integer, but it depends on the length of a "
+                           f"variable-length array (minItems < maxItems); range over the items that exist with "
+                           f"'forall i in ARRAY: ...' or 'forall i: ...' instead")
         raise self.err(f"{to_text(ast)} must be a constant integer (only index variables and constants)")
 
     # value conversion --------------------------------------------------------------------------
@@ -434,9 +509,13 @@ class Grounder:
         if isinstance(v, E.Node):
             return v
         if isinstance(v, Ref):
+            if isinstance(v.node, Obj):
+                raise self.err(f"{path_text(v.path)} is an object, not a value: compare its fields "
+                               f"({to_text(ast)}.{v.node.fields[0].key if v.node.fields else 'field'}), or use "
+                               f"indices to tell items apart (forall i, j: i != j implies ...) (in {to_text(ast)})")
             if not isinstance(v.node, Scalar):
-                raise self.err(f"{path_text(v.path)} is an {'object' if isinstance(v.node, Obj) else 'array'}, "
-                               f"not a value (in {to_text(ast)})")
+                raise self.err(f"{path_text(v.path)} is an array, not a value: aggregate it (sum, len, min, max, "
+                               f"all_different, x in ...) or index it (in {to_text(ast)})")
             var = self.slot_var(v)
             self._slots.append(var)
             vals = var.values or []
@@ -472,7 +551,8 @@ class Grounder:
         if "name" in ast and "op" not in ast:
             nm = ast["name"]
             if nm in env:
-                return E.Const(env[nm])
+                bound = env[nm]
+                return bound if isinstance(bound, Ref) else E.Const(bound)
             if nm in self.tables:
                 return TableRef(nm, self.tables[nm])
             if nm == "$":
@@ -507,8 +587,10 @@ class Grounder:
             a = self.numeric(self.expr(args[0], env, guards), args[0])
             b = self.numeric(self.expr(args[1], env, guards), args[1])
             if op in ("//", "%"):
-                if b.vars or b.ev([]) == 0:
-                    raise self.err(f"'{op}' needs a non-zero constant divisor (in {to_text(ast)})")
+                if b.vars:
+                    return self._floor_divide(op, a, b, ast)
+                if b.ev([]) == 0:
+                    raise self.err(f"division by zero (in {to_text(ast)})")
             return _fold(E.Arith(op, a, b))
         if op == "neg":
             return _fold(E.Unary("neg", self.numeric(self.expr(args[0], env, guards), args[0])))
@@ -539,7 +621,7 @@ class Grounder:
         if op in ("forall", "exists"):
             parts = []
             for bnd in self._bindings(ast["vars"], ast.get("range"), ast["body"], env):
-                g: list = []
+                g: list = self._bound_guards(bnd)
                 outer_reqs, self._reqs = self._reqs, []
                 try:
                     body = self.boolean(self.expr(ast["body"], {**env, **bnd}, g), ast["body"])
@@ -579,6 +661,8 @@ class Grounder:
                 r2 = self._attr(r, name, extra, ast)  # an optional field adds its presence guard
                 items.append((E.conj(([g] if g is not None else []) + extra), r2))
             return ListVal(items)
+        if isinstance(base, TableRef) and isinstance(base.data, dict):  # menu[k].kcal: menu[k]["kcal"]
+            return self._lookup(base, E.Const(name), ast)
         if isinstance(base, Ref) and isinstance(base.node, Scalar) and base.node.kind == "any":
             raise self.err(f"{path_text(base.path)}.{name} is inside an open layout: {path_text(base.path)} "
                            f"({base.node.pointer or '/'}) may be any JSON value, so relations cannot name its "
@@ -656,10 +740,18 @@ class Grounder:
             items.append((E.conj(self.guards(p)[len(self.guards(base.path)):]), Ref(p, a.item)))
         return ListVal(items)
 
-    def _lookup(self, t: TableRef, key: E.Node, ast: dict) -> E.Node:
+    def _lookup(self, t: TableRef, key: E.Node, ast: dict) -> Any:
         if not isinstance(t.data, dict):
             return self._table_position(t, key, ast)
         vals = list(t.data.values())
+        if vals and isinstance(vals[0], SubTable):  # a table of tables: hours[p][d]
+            if isinstance(key, E.Const):
+                if key.v not in t.data:
+                    raise self.err(f"key {key.v!r} is not in table {t.name!r}")
+                return TableRef(f"{t.name}[{key.v!r}]", t.data[key.v].data)
+            keys = list(t.data)
+            pos = E.Lookup({k: i for i, k in enumerate(keys)}, _set_safe(key), "num")
+            return SelRef(pos, {i: TableRef(f"{t.name}[{k!r}]", t.data[k].data) for i, k in enumerate(keys)})
         kind = "num" if all(isinstance(v, (int, Fraction)) and not isinstance(v, bool) for v in vals) else "sym"
         if isinstance(key, E.Const):
             if key.v not in t.data:
@@ -676,7 +768,12 @@ class Grounder:
                            f"not by a {key.kind} (in {to_text(ast)})")
         wide = any(len(r) != 1 for r in rows)
 
+        sub = _holds_tables(rows)
+        wide = wide or sub
+
         def item(k: int) -> Any:
+            if sub:
+                return TableRef(f"{t.name}[{k}]", rows[k][0].data)
             if wide:
                 return TableRef(f"{t.name}[{k}]", [(x,) for x in rows[k]])
             return E.Const(rows[k][0])
@@ -756,6 +853,19 @@ class Grounder:
             raise self.err(f"division by zero: {to_text(ast['args'][1])} can only be 0 (in {to_text(ast)})")
         return E.Select(_set_safe(b), opts)
 
+    def _floor_divide(self, op: str, a: E.Node, b: E.Node, ast: dict) -> E.Node:
+        """a // b and a % b by a field (Python's floor semantics): an element over b's possible
+        values, each a division by a constant; b == 0 has no value (the instance is false)."""
+        vals = _finite_values(b, all_vars=self.vars)
+        if vals is None:
+            raise self.err(f"'{op}' by {to_text(ast['args'][1])} is not supported: divide by a constant, a "
+                           f"field, a length, or an expression of at most {DIV_LIMIT} values (in {to_text(ast)})")
+        opts: dict[Any, E.Node] = {v: _set_safe(_fold(E.Arith(op, a, E.Const(v)))) for v in vals
+                if isinstance(v, (int, Fraction)) and not isinstance(v, bool) and v != 0}
+        if not opts:
+            raise self.err(f"division by zero: {to_text(ast['args'][1])} can only be 0 (in {to_text(ast)})")
+        return E.Select(_set_safe(b), opts)
+
     def _conditional(self, ast: dict, env: dict, guards: list) -> E.Node:
         """`A if C else B`: the items that a branch mentions need to exist only when it is taken."""
         cond_ast, a_ast, b_ast = ast["args"]
@@ -822,22 +932,45 @@ class Grounder:
         item = self.expr(item_ast, env, guards)
         elems = [self.value(x, item_ast) for _, x in item.items] if isinstance(item, ListVal) \
             else [self.value(item, item_ast)]
-        cont = self.expr(cont_ast, env, guards)
+        if cont_ast.get("op") == "list" and cont_ast["args"] and \
+                any(a.get("op") == "tuple" for a in cont_ast["args"]):  # (a, b) in [(1, 2), (2, 3)]
+            rows: list[tuple] = []
+            for a in cont_ast["args"]:
+                row = a["args"] if a.get("op") == "tuple" else [a]
+                cells = [self.value(self.expr(x, env, guards), x) for x in row]
+                if not all(isinstance(c, E.Const) for c in cells):
+                    raise self.err(f"a list of tuples on the right of 'in' must hold constants (in {to_text(ast)})")
+                rows.append(tuple(c.v for c in cells))  # type: ignore[attr-defined]
+            if any(len(r) != len(elems) for r in rows):
+                raise self.err(f"{len(elems)} values tested against tuples of another length (in {to_text(ast)})")
+            return _fold(E.Member(elems, rows))
+        cont: GVal
+        if cont_ast.get("op") == "gen":  # x in [p.item for p in packed]: one of the items generated
+            cont = ListVal(self._items(cont_ast, env, guards))
+        else:
+            cont = self.expr(cont_ast, env, guards)
+        if isinstance(cont, Ref) and isinstance(cont.node, Arr):  # x in arr: one of its items
+            cont = self._star(cont, cont_ast)
         if isinstance(cont, TableRef):
             if isinstance(cont.data, dict):
                 rows = [(k,) for k in cont.data]
             else:
                 rows = cont.data
+                if _holds_tables(rows):
+                    raise self.err(f"table {cont.name!r} holds tables, so nothing is a member of it; "
+                                   f"look an entry up first (in {to_text(ast)})")
         elif isinstance(cont, ListVal):
-            vals = [n for _, n in cont.items]
-            if all(isinstance(v, E.Const) for v in vals):
-                rows = [(v.v,) for v in vals]
-            else:
+            vals = [(g, self.value(n, cont_ast)) for g, n in cont.items]
+            if all(g is None and isinstance(v, E.Const) for g, v in vals):
+                rows = [(v.v,) for _, v in vals]  # type: ignore[attr-defined]
+            else:  # items of the record (x in xs, x in xs[*]): equal to some item that exists
                 if len(elems) != 1:
                     raise self.err(f"tuple membership needs a table (in {to_text(ast)})")
-                return _fold(E.Or([E.Cmp("==", elems[0], v) for v in vals]))
+                return _fold(E.Or([E.Cmp("==", elems[0], v) if g is None else E.And([g, E.Cmp("==", elems[0], v)])
+                                   for g, v in vals]))
         else:
-            raise self.err(f"'in' needs a table name or a [list] on its right (in {to_text(ast)})")
+            raise self.err(f"'in' needs a table, an array of the record or a [list] on its right, not "
+                           f"{to_text(cont_ast)} (in {to_text(ast)})")
         if rows and any(len(r) != len(elems) for r in rows):
             raise self.err(f"{len(elems)} values tested against a table of {len(rows[0])} columns (in {to_text(ast)})")
         return _fold(E.Member(elems, list(rows)))
@@ -852,7 +985,7 @@ class Grounder:
             scope = {"op": "tuple", "args": [elem] + ([arg["cond"]] if arg.get("cond") is not None else [])}
             for b in self._bindings(names, arg.get("range"), scope, env):
                 e2 = {**env, **b}
-                g: list = []
+                g: list = self._bound_guards(b)
                 outer_reqs, self._reqs = self._reqs, []
                 try:
                     val = self._item_value(elem, e2, g, tuples)
@@ -871,6 +1004,8 @@ class Grounder:
         if tuples and arg.get("op") == "tuple":
             return [(None, self._item_value(arg, env, guards, True))]
         v = self.expr(arg, env, guards)
+        if isinstance(v, Ref) and isinstance(v.node, Arr):  # sum(xs) as Python writes it: sum(xs[*])
+            v = self._star(v, arg)
         if isinstance(v, ListVal):
             return [(g, self.value(x, arg)) for g, x in v.items]
         return [(None, self.value(v, arg))]
@@ -898,7 +1033,13 @@ class Grounder:
         if func in ("len", "first", "last"):
             if len(args) != 1:
                 raise self.err(f"{func}() takes one array")
+            if func == "len" and args[0].get("op") == "gen":  # len([x for x in xs if x > 0])
+                return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
+                                   for g, _x in self._items(args[0], env, guards, tuples=True)]))
             base = self.expr(args[0], env, guards)
+            if func == "len" and isinstance(base, ListVal):  # len(tables[*].guests[*]): the items there are
+                return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
+                                   for g, _x in base.items]))
             if not isinstance(base, Ref) or not isinstance(base.node, Arr):
                 raise self.err(f"{func}() needs an array (in {to_text(ast)})")
             if func == "len":
@@ -925,6 +1066,14 @@ class Grounder:
             if any(isinstance(n, tuple) for _g, n in items):
                 return _fold(_distinct_tuples(items, self.err, ast))
             return _fold(AllDiff(items))
+        if func in ("all", "any"):  # Python's all/any: forall/exists over the items there are
+            for _g, n in items:
+                if n.kind != "bool":
+                    raise self.err(f"{func}() takes conditions (true/false items) (in {to_text(ast)})")
+            if func == "all":
+                return _fold(E.And([n if g is None else E.implies(g, n) for g, n in items]) if items
+                             else E.Const(True))
+            return _fold(E.Or([n if g is None else E.And([g, n]) for g, n in items]) if items else E.Const(False))
         if func == "count":
             terms: list[E.Node] = []
             for g, n in items:
@@ -933,14 +1082,31 @@ class Grounder:
                 c = n if g is None else E.And([g, n])
                 terms.append(E.If(c, E.Const(1), E.Const(0)))
             return _fold(_sum(terms))
+        if func in ("min", "max") and items and all(n.kind == "sym" for _g, n in items):
+            return self._string_extreme(func, items, ast)
         for _g, n in items:
             if n.kind not in ("num", "bool"):
-                raise self.err(f"{func}() needs numbers (in {to_text(ast)})")
+                raise self.err(f"{func}() needs numbers, or strings only (in {to_text(ast)})")
         if func == "sum":
             return _fold(_sum([n if g is None else E.If(g, n, E.Const(0)) for g, n in items]))
         if not items:
             raise self.err(f"{func}() of nothing")
         return _fold(E.MinMax(func == "max", items))
+
+    def _string_extreme(self, func: str, items: list, ast: dict) -> E.Node:
+        """min/max of strings (code-point order, as '<'): the extreme rank, read back as its string."""
+        vals: list = []
+        for _g, n in items:
+            vs = _finite_values(n, sym=True)
+            if vs is None:
+                raise self.err(f"{func}() of strings needs enum fields, table values or constants (in {to_text(ast)})")
+            vals += vs
+        strs = sorted({x for x in vals if isinstance(x, str)})
+        rank = {x: i for i, x in enumerate(strs)}
+        ranked: list[tuple[Optional[E.Node], E.Node]] = [
+            (g, E.Const(rank[n.v]) if isinstance(n, E.Const) and n.v in rank else E.Lookup(rank, n, "num"))
+            for g, n in items]
+        return E.Lookup(dict(enumerate(strs)), E.AsInterval(E.MinMax(func == "max", ranked)), "sym")
 
     def _has(self, ast: dict, env: dict) -> E.Node:
         """has(path): whether the field or item exists in the record (optional properties,
@@ -1174,6 +1340,20 @@ def _index_sites(ast: Any, name: str):
             yield from _index_sites(ast[key], name)
 
 
+def _is_base(ast: Any, name: str) -> bool:
+    """Whether `name` is the base of a path in `ast` (`name.field`, `name[k]`): an item, not an index."""
+    if not isinstance(ast, dict):
+        return False
+    if ast.get("op") in ("attr", "index", "star") and ast["args"][0] == {"name": name}:
+        return True
+    if ast.get("op") in ("forall", "exists") and name in ast.get("vars", []):
+        return False
+    if ast.get("op") == "gen" and (ast.get("var") == name or name in (ast.get("vars") or [])):
+        return False
+    return any(_is_base(a, name) for a in ast.get("args", []) or []) or \
+        any(_is_base(ast.get(k), name) for k in ("body", "cond", "range") if ast.get(k))
+
+
 def _mentions(ast: Any, name: str) -> bool:
     if not isinstance(ast, dict):
         return False
@@ -1216,16 +1396,15 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
         ptr = f"{base}/relations/{i}"
         message = ""
         expr: Any
+        soft, weight = False, 1
         if isinstance(r, str):
             name, expr = f"relation[{i}]", r
         elif isinstance(r, dict):
-            extra = set(r) - {"name", "expr", "message"}
+            extra = set(r) - {"name", "expr", "message", "soft", "weight"}
             if extra:
                 key = sorted(extra)[0]
-                if key in ("soft", "weight"):
-                    raise SpecError(f"{ptr}/{key}", "soft relations are not supported yet (every relation must "
-                                                    "hold; see 'Soft relations' in docs/spec.md)")
                 raise SpecError(f"{ptr}/{escape_pointer(key)}", f"unknown key {key!r} in a relation")
+            soft, weight = _soft_of(r, ptr)
             given = r.get("name", f"relation[{i}]")
             if not isinstance(given, str) or not given:
                 raise SpecError(f"{ptr}/name", "a relation's name must be a non-empty string")
@@ -1250,8 +1429,23 @@ def load_relations(ext: Any) -> tuple[dict, list[Relation]]:
                 raise RelationError(name, "malformed AST", ptr) from None
         else:
             raise SpecError(f"{ptr}/expr", "expr must be a string or an AST object")
-        rels.append(Relation(name, text, ast, message, ptr))
+        rels.append(Relation(name, text, ast, message, ptr, soft, weight))
     return tables, rels
+
+
+def _soft_of(r: dict, ptr: str) -> tuple[bool, int]:
+    """`"soft": true` (with an optional positive integer `"weight"`, 1 by default)."""
+    soft = r.get("soft", False)
+    if not isinstance(soft, bool):
+        raise SpecError(f"{ptr}/soft", "soft must be true or false")
+    if "weight" not in r:
+        return soft, 1
+    w = r["weight"]
+    if not soft:
+        raise SpecError(f"{ptr}/weight", "a weight is for soft relations only (add \"soft\": true)")
+    if not isinstance(w, int) or isinstance(w, bool) or w < 1:
+        raise SpecError(f"{ptr}/weight", f"weight must be a positive integer, got {json.dumps(w)[:40]}")
+    return soft, w
 
 
 def _open_member_message(obj: Obj, where: str, name: str, text: str) -> str:

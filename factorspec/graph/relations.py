@@ -17,7 +17,7 @@ Ast = dict[str, Any]
 
 CMP_OPS = ("==", "!=", "<=", ">=", "<", ">")
 FUNCS = ("sum", "count", "min", "max", "all_different", "len", "first", "last", "abs", "round",
-         "has", "present", "set", "no_overlap")
+         "has", "present", "set", "no_overlap", "all", "any")
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:
@@ -28,7 +28,11 @@ _TOKEN_RE = re.compile(
     )""",
     re.VERBOSE,
 )
-KEYWORDS = {"forall", "exists", "and", "or", "not", "implies", "in", "for", "if", "else", "true", "false", "null"}
+_PY_CONSTANTS = {"True": "true", "False": "false", "None": "null"}
+_HINTS = (("&&", "write 'and'"), ("||", "write 'or'"), ("!", "write 'not' (or '!=')"),
+          ("=", "write '==' to compare (or '=>' for implies)"), ("{", "write a list [a, b, c] for a set of values"))
+KEYWORDS = {"forall", "exists", "and", "or", "not", "implies", "in", "for", "if", "else", "true", "false", "null",
+            "is"}
 
 
 def _lex(text: str) -> list[tuple[str, Any]]:
@@ -38,7 +42,14 @@ def _lex(text: str) -> list[tuple[str, Any]]:
     while pos < len(text):
         m = _TOKEN_RE.match(text, pos)
         if not m or m.end() == pos:
+            rest = text[pos:].lstrip()
+            for bad, hint in _HINTS:
+                if rest.startswith(bad):
+                    raise ValueError(f"{bad!r} at offset {len(text) - len(rest)} is not in the language: {hint}")
             raise ValueError(f"unexpected character {text[pos:pos + 10]!r} at offset {pos}")
+        if m.group("op") == "*" and text.startswith("*", m.end()):
+            raise ValueError(f"'**' at offset {m.start('op')} is not in the language: there is no power; "
+                             "write a product (x * x)")
         pos = m.end()
         if m.group("num") is not None:
             s = m.group("num")
@@ -52,6 +63,7 @@ def _lex(text: str) -> list[tuple[str, Any]]:
             out.append(("op", m.group("op")))
         else:
             name = m.group("name")
+            name = _PY_CONSTANTS.get(name, name)  # Python's True/False/None
             out.append(("kw" if name in KEYWORDS else "name", name))
     out.append(("end", None))
     return out
@@ -110,6 +122,25 @@ class _Parser:
         return then
 
     def range_(self) -> Ast:
+        if self.at("name", "range") and self.at("op", "(", 1) and self.at("name", "len", 2) \
+                and self.at("op", "(", 3):  # range(len(xs)): the indices of xs, as `in xs`
+            save = self.i
+            self.i += 4
+            arr = self.postfix()
+            if self.at("op", ")") and self.at("op", ")", 1):
+                self.i += 2
+                return {"op": "indices", "args": [arr]}
+            self.i = save
+        if self.at("name", "range") and self.at("op", "(", 1):  # Python's range(b) / range(a, b): a..b
+            self.i += 2
+            first = self.arith()
+            if self.at("op", ","):
+                self.take("op", ",")
+                bounds = [first, self.arith()]
+            else:
+                bounds = [{"const": 0}, first]
+            self.take("op", ")")
+            return {"op": "range", "args": bounds}
         lo = self.arith()
         if self.at("op", ".."):
             self.take("op", "..")
@@ -148,7 +179,25 @@ class _Parser:
         t = self.peek()
         if t[0] == "op" and t[1] in CMP_OPS:
             self.i += 1
-            return {"op": t[1], "args": [left, self.arith()]}
+            right = self.arith()
+            node = {"op": t[1], "args": [left, right]}
+            parts = [node]
+            while self.at("op") and self.peek()[1] in CMP_OPS:  # Python's chain: 1 <= x <= 5
+                op = self.take("op")
+                nxt = self.arith()
+                parts.append({"op": op, "args": [right, nxt]})
+                right = nxt
+            return node if len(parts) == 1 else {"op": "and", "args": parts}
+        if self.at("kw", "is"):  # Python's `x is None` / `x is not None`: == null / != null
+            self.take("kw", "is")
+            op = "=="
+            if self.at("kw", "not"):
+                self.take("kw", "not")
+                op = "!="
+            if not self.at("kw", "null"):
+                raise ValueError("'is' compares with None only (x is None, x is not None); write '==' otherwise")
+            self.take("kw", "null")
+            return {"op": op, "args": [left, {"const": None}]}
         negate = False
         if self.at("kw", "not") and self.at("kw", "in", 1):
             self.i += 1
@@ -157,22 +206,30 @@ class _Parser:
             self.take("kw", "in")
             if self.at("op", "["):
                 container = self.list_literal()
-            else:
-                container = {"name": self.take("name")}
+            elif self.at("op", "("):  # Python's tuple of values: x in (1, 2, 3)
+                container = self.list_literal("(", ")")
+            else:  # a table, or an array of the record: `x in xs`, `x in xs[*]`, `x in t[0].ys`
+                if not self.at("name"):
+                    raise ValueError("'in' needs a table, an array path or a [list] on its right")
+                container = self.postfix()
             node = {"op": "in", "args": [left, container]}
             return {"op": "not", "args": [node]} if negate else node
         if negate:
             raise ValueError("expected 'in' after 'not'")
         return left
 
-    def list_literal(self) -> Ast:
-        self.take("op", "[")
+    def list_literal(self, open_: str = "[", close: str = "]") -> Ast:
+        self.take("op", open_)
         items = []
-        while not self.at("op", "]"):
+        while not self.at("op", close):
             items.append(self.arith())
-            if not self.at("op", "]"):
+            if len(items) == 1 and open_ == "[" and self.at("kw", "for"):  # [x for x in xs if ...]
+                gen = self.gen_tail(items[0])
+                self.take("op", close)
+                return gen
+            if not self.at("op", close):
                 self.take("op", ",")
-        self.take("op", "]")
+        self.take("op", close)
         return {"op": "list", "args": items}
 
     def arith(self) -> Ast:
@@ -211,7 +268,11 @@ class _Parser:
                 node = {"op": "index", "args": [node, idx]}
             elif self.at("op", "."):
                 self.take("op", ".")
-                node = {"op": "attr", "args": [node], "attr": self.take("name")}
+                attr = self.take("name")
+                if self.at("op", "("):
+                    raise ValueError(f"method calls such as .{attr}(...) are not in the language; write a "
+                                     f"function over the items, e.g. count(x == 1 for x in xs)")
+                node = {"op": "attr", "args": [node], "attr": attr}
             else:
                 return node
 
@@ -251,31 +312,37 @@ class _Parser:
         while not self.at("op", ")"):
             arg = self.expr()
             if self.at("kw", "for"):
-                self.take("kw", "for")
-                names = [self.take("name")]
-                while self.at("op", ",") and self.at("name", None, 1) and \
-                        (self.at("kw", "in", 2) or self.at("kw", "if", 2) or self.at("op", ")", 2)
-                         or self.at("op", ",", 2)):
-                    self.take("op", ",")
-                    names.append(self.take("name"))
-                rng = None
-                if self.at("kw", "in"):
-                    self.take("kw", "in")
-                    rng = self.range_()
-                cond = None
-                if self.at("kw", "if"):
-                    self.take("kw", "if")
-                    cond = self.or_()
-                arg = {"op": "gen", "args": [arg], "range": rng, "cond": cond}
-                if len(names) == 1:
-                    arg["var"] = names[0]
-                else:
-                    arg["vars"] = names
+                arg = self.gen_tail(arg)
             args.append(arg)
             if not self.at("op", ")"):
                 self.take("op", ",")
         self.take("op", ")")
         return {"op": "call", "func": func, "args": args}
+
+
+    def gen_tail(self, elem: Ast) -> Ast:
+        """`ELEM for v, w in RANGE if COND`, after ELEM (in a call, or a list comprehension)."""
+        self.take("kw", "for")
+        names = [self.take("name")]
+        while self.at("op", ",") and self.at("name", None, 1) and \
+                (self.at("kw", "in", 2) or self.at("kw", "if", 2) or self.at("op", ")", 2)
+                 or self.at("op", ",", 2) or self.at("op", "]", 2)):
+            self.take("op", ",")
+            names.append(self.take("name"))
+        rng = None
+        if self.at("kw", "in"):
+            self.take("kw", "in")
+            rng = self.range_()
+        cond = None
+        if self.at("kw", "if"):
+            self.take("kw", "if")
+            cond = self.or_()
+        gen: Ast = {"op": "gen", "args": [elem], "range": rng, "cond": cond}
+        if len(names) == 1:
+            gen["var"] = names[0]
+        else:
+            gen["vars"] = names
+        return gen
 
 
 def parse(text: str, name: str = "") -> Ast:

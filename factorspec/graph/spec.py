@@ -98,9 +98,16 @@ class CompiledSpec:
         self.relations += unique_relations(self.template)
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
+        # soft relations (preferences) are grounded apart: they never reach the solver or masks
+        self.soft_relations = [r for r in self.relations if r.soft]
+        self.relations = [r for r in self.relations if not r.soft]
         g = Grounder(self.template, self.tables, self.relations)
+        self._soft: Optional[Grounder] = Grounder(self.template, self.tables, self.soft_relations) \
+            if self.soft_relations else None
         try:
             g.ground_all()
+            if self._soft is not None:
+                self._soft.ground_all()
         except RecursionError:
             raise SpecError("/x-factorspec/relations", "a relation nests too deeply to ground") from None
         self.grounder = g
@@ -211,17 +218,20 @@ class CompiledSpec:
 
     def assignment_of(self, record: Any) -> tuple[Optional[list], list[Violation]]:
         """Internal assignment of a record (schema-valid), or the schema violations."""
+        return self._assignment(self.grounder, record)
+
+    def _assignment(self, g: Grounder, record: Any) -> tuple[Optional[list], list[Violation]]:
         sv = schema_violations(self.template, record)
         if sv:
             return None, _capped([Violation("schema", msg, {}, {path_text(p): _get(record, p)})
                                   for p, msg in sv[:MAX_VIOLATIONS]])
-        A = [v.lo for v in self.vars]
-        for path, v in self.len_var_of.items():
+        A = [v.lo for v in g.vars]
+        for path, v in g.len_var_of.items():
             x = _get(record, path)
             A[v.id] = len(x) if isinstance(x, list) else 0
-        for path, v in self.present_var_of.items():
+        for path, v in g.present_var_of.items():
             A[v.id] = int(_has(record, path))
-        for path, v in self.var_of.items():
+        for path, v in g.var_of.items():
             if _has(record, path):
                 k = v.scalar.encode(_get(record, path)) if v.scalar is not None else None
                 if k is None:
@@ -233,17 +243,34 @@ class CompiledSpec:
         return A, []
 
     def check(self, record: Any) -> list[Violation]:
-        """Every violated relation instance (with the paths and values it involves). A record
-        nested too deeply for the recursive walk raises InputLimitError naming MAX_DEPTH (its
-        depth is not measured first: that would cost a pass over every item of every record)."""
+        """Every violated relation instance (with the paths and values it involves); soft
+        relations are not among them (see `soft_violations`). A record nested too deeply for the
+        recursive walk raises InputLimitError naming MAX_DEPTH (its depth is not measured first:
+        that would cost a pass over every item of every record)."""
         try:
             A, bad = self.assignment_of(record)
         except RecursionError:
             raise InputLimitError("MAX_DEPTH", MAX_DEPTH, "the record nests arrays/objects too deeply") from None
         if A is None:
             return bad
+        return self._violations(self.factors, record, A)
+
+    def soft_violations(self, record: Any) -> list[Violation]:
+        """Every instance of a soft relation that the record breaks (a preference not met; the
+        record stays valid). None for a record outside the schema: `check` reports that."""
+        if self._soft is None:
+            return []
+        A, _bad = self._assignment(self._soft, record)
+        return [] if A is None else self._violations(self._soft.factors, record, A)
+
+    def soft_penalty(self, record: Any) -> int:
+        """The total weight of the soft relation instances the record breaks (0: all met)."""
+        weight = {r.name: r.weight for r in self.soft_relations}
+        return sum(weight[v.relation] for v in self.soft_violations(record))
+
+    def _violations(self, factors: list, record: Any, A: list) -> list[Violation]:
         out = []
-        for f in self.factors:
+        for f in factors:
             try:
                 ok = f.node.ev(A)
             except (TypeError, ZeroDivisionError):

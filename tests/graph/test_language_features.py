@@ -386,12 +386,11 @@ def test_text_forms_round_trip() -> None:
         assert from_json(json.loads(json.dumps(to_json(ast)))) == ast
 
 
-def test_soft_relations_are_refused_with_a_pointer_to_the_plan() -> None:
-    from factorspec.errors import SpecError
-    doc = spec({"a": I(0, 3)}, [{"name": "pref", "expr": "a > 1", "soft": True}])
-    with pytest.raises(SpecError) as ei:
-        compile_spec(doc)
-    assert ei.value.pointer == "/x-factorspec/relations/0/soft" and "not supported yet" in str(ei.value)
+def test_soft_relations_compile_as_preferences() -> None:
+    """Soft relations are reported, never enforced (tests/graph/test_soft_relations.py)."""
+    cs = compile_spec(spec({"a": I(0, 3)}, ["a >= 0", {"name": "pref", "expr": "a > 1", "soft": True}]))
+    assert cs.count() == 4 and cs.check({"a": 0}) == []
+    assert [v.relation for v in cs.soft_violations({"a": 0})] == ["pref"]
 
 
 def test_fields_of_items_picked_by_a_variable_index_or_last() -> None:

@@ -33,6 +33,13 @@ SPECS = {
                               "captain": I(0, 2), "rooms": arr(I(0, 3), 2, 4)},
                              ["players[captain].skill == 3", "len(set(rooms[*])) == 2",
                               "count(rooms[i] == rooms[j] for i, j if i < j) >= 1"]),
+    # second round (test_language_more.py): membership in the record, // and % by fields, tables of
+    # tables, item generators, min/max of strings, all/any
+    "items_and_tables": spec({"p": S("ann", "bob"), "d": I(0, 1), "h": I(0, 8), "xs": arr(I(0, 3), 1, 3),
+                              "q": I(1, 3), "r": I(0, 3), "lo": S("bo", "Al", "cy")},
+                             ["h == avail[p][d]", "r == sum(xs) % q", "q in xs",
+                              "all(x < 3 for x in xs) or any(x == 3 for x in xs)", "lo == min(lo, \"bo\")"],
+                             {"avail": {"ann": [8, 0], "bob": [4, 6]}}),
 }
 
 

@@ -140,7 +140,7 @@ BAD_RELATIONS = [
     ("ys[5] == 1", "out of range"),
     ("tb[\"z\"] == 1", "not in table 'tb'"),
     ("a // s == 1", "is not a number"),
-    ("a % a == 0", "non-zero constant divisor"),
+    ("a % 0 == 0", "division by zero"),
     ("round(a, a) == 1", "positive constant"),
     ("count(a for i in 0..2) == 1", "counts conditions"),
     ("(a, s) in tb", "columns"),
@@ -218,7 +218,8 @@ BAD_EXTENSION = [
     ({"tables": []}, "/x-factorspec/tables"),
     ({"tables": {"t": 5}}, "/x-factorspec/tables/t"),
     ({"tables": {"t": [[1, 2], [3]]}}, "/x-factorspec/tables/t/1"),
-    ({"tables": {"t": {"k": [1]}}}, "/x-factorspec/tables/t/k"),
+    ({"tables": {"t": {"k": [[1, 2], [3]]}}}, "/x-factorspec/tables/t/k/1"),
+    ({"tables": {"t": {"k": [{"x": {"y": float("nan")}}]}}}, "/x-factorspec/tables/t/k/0/x/y"),
     ({"tables": {"a": [1]}}, "/x-factorspec/tables/a"),
     ({"other": 1}, "/x-factorspec/other"),
 ]
