@@ -12,10 +12,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
+from factorspec.graph.backends import check_backend, default_backend, solve_portfolio
 from factorspec.graph.domain import (
     EXPLICIT_LIMIT,
     Narrowing,
@@ -40,6 +41,13 @@ class Budget:
     nodes: int = 200_000
     seconds: float = 30.0
     revisions: int = 2_000_000  # propagation steps per question; past it propagation just stops
+    # who searches when propagation does not decide: "own" (this module), "cpsat" (OR-tools
+    # CP-SAT, graph/backends/cpsat.py) or "auto" (own with a small budget, then CP-SAT, then own);
+    # default from $FACTORSPEC_BACKEND, else auto (own where ortools is not installed)
+    backend: str = field(default_factory=default_backend)
+
+    def __post_init__(self) -> None:
+        check_backend(self.backend)
 
 
 @dataclass
@@ -47,6 +55,7 @@ class Stats:
     searches: int = 0
     nodes: int = 0
     witness_hits: int = 0
+    backend_fallbacks: int = 0  # CP-SAT solutions of a relaxation that broke a factor
 
 
 class Problem:
@@ -89,6 +98,7 @@ class Problem:
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
         self.stats = Stats()
+        self.backend_cache: dict[str, Any] = {}  # e.g. the CP-SAT model (graph/backends), built once
         # `deadline` is set while one question (e.g. feasible_values) runs several searches: they
         # share one wall-clock budget instead of each getting a fresh one (per thread: engines
         # may draft on one thread while masking on another)
@@ -352,7 +362,7 @@ class State:
         D = problem.initial_domains()
         if not s.propagate(D):
             return None
-        sol = s.solve(D)
+        sol = solve_portfolio(s, D)
         if sol is None:
             return None
         return cls(problem, D, sol, budget)
@@ -388,7 +398,7 @@ class State:
                 if s.propagate(D2, [vid]):
                     out = State(self.problem, D2, self.witness, self.budget)
             elif s.propagate(D2, [vid]):
-                sol = s.solve(D2)
+                sol = solve_portfolio(s, D2)
                 if sol is not None:
                     out = State(self.problem, D2, sol, self.budget)
         self._memo[key] = out
