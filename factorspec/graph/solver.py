@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
-from factorspec.graph.backends import check_backend, default_backend, solve_portfolio
+from factorspec.graph.backends import bounds_portfolio, check_backend, default_backend, solve_portfolio
 from factorspec.graph.domain import (
     EXPLICIT_LIMIT,
     Narrowing,
@@ -421,7 +421,16 @@ class State:
         return out
 
     def value_bounds(self, vid: int) -> tuple[int, int]:
-        """Smallest and largest feasible value of var `vid` (by bisection over its domain)."""
+        """Smallest and largest feasible value of var `vid` (two CP-SAT optimisations where the
+        backend allows, else bisection over its domain)."""
+        key = ("bounds", vid)
+        if key in self._memo:
+            return self._memo[key]
+        with self.problem.question(self.budget):
+            got = bounds_portfolio(_Search(self.problem, self.budget), self.D, vid)
+        if got is not None:
+            self._memo[key] = got
+            return got
         d = self.D[vid]
         lo, hi = dmin(d), dmax(d)
         a, b = lo, hi

@@ -27,7 +27,7 @@ ENV = "FACTORSPEC_BACKEND"
 # (most questions along a walk are witness hits or a few nodes; CP-SAT's model costs more)
 AUTO_NODES = 400
 AUTO_SHARE = 0.05
-AUTO_MAX_SECONDS = 0.25
+AUTO_MAX_SECONDS = 0.05
 # auto: CP-SAT gets this share of what is then left; the own search the rest (a shape that the
 # own propagators know well, e.g. trips, may be found by it where CP-SAT runs out of time)
 CPSAT_SHARE = 0.6
@@ -85,3 +85,32 @@ def solve_portfolio(s: _Search, D: list) -> Optional[list]:
     # the relaxation's solution breaks a factor that has no exact translation: undecided
     p.stats.backend_fallbacks += 1
     return s.solve(D)
+
+
+def bounds_portfolio(s: _Search, D: list, vid: int) -> Optional[tuple[int, int]]:
+    """(least, greatest) feasible value of var `vid` over D by two CP-SAT optimisations, or None
+    when CP-SAT cannot say exactly (no ortools, a relaxed optimum that breaks a factor): then the
+    caller bisects. Exact: an optimum of the relaxation that satisfies every factor is a record,
+    and no record lies beyond a relaxation's optimum. D must admit a record."""
+    from factorspec.graph.backends import cpsat
+
+    if check_backend(s.budget.backend) == "own" or not cpsat.available():
+        return None
+    model = cpsat.model_of(s.p)
+    if model is None:
+        return None
+    out = []
+    for maximise in (False, True):
+        left = s.deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetExceeded("seconds", s.budget.seconds, round(s.budget.seconds - left, 3))
+        try:
+            found, sol = model.solve(D, left, s.budget.seconds, objective=(vid, maximise))
+        except BudgetExceeded:
+            if s.budget.backend == "cpsat":
+                raise
+            return None
+        if not found or sol is None or not cpsat.holds(s.p, sol):
+            return None
+        out.append(sol[vid])
+    return out[0], out[1]

@@ -825,9 +825,11 @@ class Model:
         self.dropped = b.dropped
         self.n_vars = len(p.vars)
 
-    def solve(self, D: list, seconds: float, budget_seconds: float) -> tuple[bool, Optional[list]]:
+    def solve(self, D: list, seconds: float, budget_seconds: float,
+              objective: Optional[tuple[int, bool]] = None) -> tuple[bool, Optional[list]]:
         """(True, a solution of the relaxation) or (False, None) when INFEASIBLE; BudgetExceeded
-        when CP-SAT stops at the time limit undecided."""
+        when CP-SAT stops at the time limit undecided. `objective` (var id, maximise?): the
+        solution is an optimum of that variable over the relaxation (proven, else BudgetExceeded)."""
         cp = self.builder.cp
         t0 = time.monotonic()
         m = self.builder.m.clone()
@@ -845,13 +847,23 @@ class Model:
                 var.domain.extend([d[0], d[1]])
             if dsize(d) == 0:
                 return False, None
+        if objective is not None:
+            x = m.get_int_var_from_proto_index(objective[0])
+            if objective[1]:
+                m.maximize(x)
+            else:
+                m.minimize(x)
         s = cp.CpSolver()
-        s.parameters.num_workers = 1
+        s.parameters.num_workers = 1  # the machine's cores are shared; one question, one core
+        # no dual reductions in presolve: with them, 9.15 proves a wrong optimum on a tiny model
+        # (min x1 s.t. x0 + x1 + 2 x2 + 2 x3 <= 4, x0 != x1 over -2..4 gives -1, not -2; the
+        # brute-force tests meet it), and exactness is this backend's contract
+        s.parameters.keep_all_feasible_solutions_in_presolve = True
         s.parameters.max_time_in_seconds = max(0.001, seconds - (time.monotonic() - t0))
         st = s.solve(m)
         if st == cp.INFEASIBLE:
             return False, None
-        if st in (cp.OPTIMAL, cp.FEASIBLE):
+        if st == cp.OPTIMAL or (st == cp.FEASIBLE and objective is None):
             xs = self.builder.xs
             return True, [int(s.value(xs[i])) for i in range(self.n_vars)]
         used = round(time.monotonic() - t0, 3)
