@@ -299,3 +299,13 @@ def test_round_robin_walk_agrees_with_own() -> None:
             m = cpsat.model_of(cs.problem)
             assert m is not None and m.exact
     assert walks[0] == walks[1]
+
+
+def test_implied_no_overlap_intervals_keep_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The optional interval translation of the implied no_overlap (off by default) restates the
+    pairwise factors: the answers stay those of brute force."""
+    monkeypatch.setattr(cpsat, "NO_OVERLAP", True)
+    r = random.Random("intervals")
+    for _ in range(10):
+        doc = kind_overlap(r)
+        assert answers(doc, "cpsat") == oracle(doc), doc

@@ -28,8 +28,9 @@ ENV = "FACTORSPEC_BACKEND"
 AUTO_NODES = 400
 AUTO_SHARE = 0.05
 AUTO_MAX_SECONDS = 0.05
-# auto: CP-SAT gets this share of what is then left; the own search the rest (a shape that the
-# own propagators know well, e.g. trips, may be found by it where CP-SAT runs out of time)
+AUTO_GIVE_UP = 3
+# auto on a trip: CP-SAT gets this share of what is then left; the own search the rest (the shape
+# its propagators know well may be found by it where CP-SAT runs out of time)
 CPSAT_SHARE = 0.6
 
 
@@ -49,7 +50,13 @@ def check_backend(name: str) -> str:
 
 def solve_portfolio(s: _Search, D: list) -> Optional[list]:
     """One solution extending D (internal values), or None; exact. BudgetExceeded when the
-    question's budget ends first (a CP-SAT UNKNOWN is that, never a guess)."""
+    question's budget ends first (a CP-SAT UNKNOWN is that, never a guess).
+
+    auto: the own search first with a small budget (most questions along a walk take it a few
+    nodes), then CP-SAT. Once the own search has missed its small budget `AUTO_GIVE_UP` times on
+    this problem while CP-SAT answered, later questions go to CP-SAT directly. Where the problem
+    has a propagator the own search is built around (a trip's `DistinctSequence`), CP-SAT gets
+    `CPSAT_SHARE` of the time and the own search the rest; elsewhere CP-SAT gets all of it."""
     from factorspec.graph import solver as S
     from factorspec.graph.backends import cpsat
 
@@ -57,25 +64,27 @@ def solve_portfolio(s: _Search, D: list) -> Optional[list]:
     if mode == "own" or not cpsat.available():
         return s.solve(D)
     p = s.p
-    if mode == "auto":
+    tally = p.backend_cache.setdefault("auto", {"own_missed": 0})
+    if mode == "auto" and tally["own_missed"] < AUTO_GIVE_UP:
         left = s.deadline - time.monotonic()
         small = replace(s.budget, nodes=min(AUTO_NODES, s.budget.nodes),
                         seconds=max(0.0, min(AUTO_MAX_SECONDS, AUTO_SHARE * left)))
         try:
             return S._Search(p, small).solve(D)
         except BudgetExceeded:
-            pass
+            tally["own_missed"] += 1
     model = cpsat.model_of(p)
     if model is None:  # some variable is not representable (e.g. a domain past int64)
         return s.solve(D)
     left = s.deadline - time.monotonic()
     if left <= 0:
         raise BudgetExceeded("seconds", s.budget.seconds, round(s.budget.seconds - left, 3))
-    share = left * (CPSAT_SHARE if mode == "auto" else 1.0)
+    own_first = mode == "auto" and any(type(g).__name__ == "DistinctSequence" for g in p.globals)
+    share = left * (CPSAT_SHARE if own_first else 1.0)
     try:
         found, sol = model.solve(D, share, s.budget.seconds)
     except BudgetExceeded:
-        if mode == "cpsat":
+        if not own_first:
             raise
         return s.solve(D)  # the rest of the question's time, by the own search
     if not found:
@@ -84,6 +93,7 @@ def solve_portfolio(s: _Search, D: list) -> Optional[list]:
         return sol
     # the relaxation's solution breaks a factor that has no exact translation: undecided
     p.stats.backend_fallbacks += 1
+    tally["own_missed"] = 0  # the own search decides such problems: give it its small budget again
     return s.solve(D)
 
 
