@@ -234,7 +234,8 @@ def summarize(records: list[dict], steps: Optional[list] = None) -> dict[str, An
         out["verify_forward_tokens"] = sum(s["forward_tokens"] or 0 for s in steps)
         out["verify_forward_slots"] = sum(s["bs"] * s["N"] for s in steps)
         t = {k: sum(float(s.get(k) or 0.0) for s in steps)
-             for k in ("seconds", "corpus_s", "factorspec_draft_s", "grammar_mask_s", "step_s")}
+             for k in ("seconds", "corpus_s", "factorspec_draft_s", "grammar_mask_s", "sample_s", "kv_move_s",
+                       "corpus_update_s", "prepare_s", "step_s")}
         out["verify_step_seconds"] = t
         if t["step_s"]:
             # item 3: the share of the worker's verify step spent on constraint work (FactorSpec's
