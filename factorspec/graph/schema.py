@@ -25,6 +25,7 @@ from typing import Any, Optional, Union
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.objects import ObjectRules, dependency_violations
+from factorspec.graph.regex_lang import StringLang, pattern_lang
 from factorspec.graph.relations import format_decimal
 
 EXTENSION_KEY = "x-factorspec"
@@ -64,7 +65,7 @@ _TYPE_KEYWORDS = {
     "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
-    "string": {"minLength", "maxLength"},
+    "string": {"minLength", "maxLength", "pattern"},
     "boolean": set(),
     "null": set(),
 }
@@ -94,6 +95,8 @@ class Scalar:
     nlo_open: bool = False
     nhi: Optional[Fraction] = None
     nhi_open: bool = False
+    # kind "string" only: the regular language of `pattern` within the length bounds (regex_lang.py)
+    lang: Optional[StringLang] = None
 
     def number_within(self, v: Fraction) -> bool:
         """A free number's value inside its bounds (exactly)."""
@@ -353,7 +356,12 @@ class SchemaCompiler:
             hi = _nonneg_int(s["maxLength"], ptr, "maxLength") if "maxLength" in s else None
             if hi is not None and hi < lo:
                 raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
-            return Scalar(ptr, "string", min_len=lo, max_len=hi)
+            lang = None
+            if "pattern" in keys:  # a regular language, intersected with the length bounds (regex_lang.py)
+                lang = pattern_lang(s["pattern"], f"{ptr}/pattern", lo, hi)
+                if lang.empty():
+                    raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the pattern")
+            return Scalar(ptr, "string", min_len=lo, max_len=hi, lang=lang)
         return self._numeric(s, ptr, typ)
 
     def _ref_siblings_ignored(self) -> bool:
@@ -883,6 +891,8 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
             return True
         n = _nonneg_int(arg, ptr, kw)
         return len(v) >= n if kw == "minLength" else len(v) <= n
+    if kw == "pattern":
+        return not isinstance(v, str) or pattern_lang(arg, f"{ptr}/pattern").matches(v)
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
 
 
@@ -982,6 +992,8 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
             return [(path, f"expected a string, got {_dump(value)}")]
         if len(value) < node.min_len or (node.max_len is not None and len(value) > node.max_len):
             out.append((path, f"string length {len(value)} outside [{node.min_len}, {node.max_len}]"))
+        elif node.lang is not None and not node.lang.matches(value):
+            out.append((path, f"string {_dump(value)} does not match the pattern of {node.pointer or '/'}"))
         return out
     if node.kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):

@@ -254,6 +254,10 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
     if s.kind == "enum":
         return s.values[0]
     if s.kind == "string":
+        if s.lang is not None:
+            ex = s.lang.example()
+            assert ex is not None  # an empty language is refused when compiled
+            return ex
         return "a" * s.min_len
     if s.kind == "number":
         return _free_number_value(s)

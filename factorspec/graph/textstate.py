@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 from factorspec.graph.domain import dmax, dmin, dsize
 from factorspec.graph.objects import rule_fields
+from factorspec.graph.regex_lang import TOP, StringLang
 from factorspec.graph.relations import format_decimal
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.spec import CompiledSpec
@@ -140,6 +141,8 @@ class TextMachine:
         if isinstance(node, Arr):
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
         if node.kind == "string":
+            if node.lang is not None:
+                return [(rest + (("R", path, node.lang.start, 0, 0, 0), ("L", b'"')), sol)]
             return [(rest + (("T", path, 0, 0, 0), ("L", b'"')), sol)]
         if node.kind == "union":
             return [(rest + (("V", path + (("|", i),)),), sol) for i in range(len(node.alts))]
@@ -418,6 +421,17 @@ class TextMachine:
             elif self._num_viable(path, sol, np_):
                 out.append((stack[:-1] + (("S", path, np_),), sol))
             return
+        if kind == "R":
+            lang = self.node_at(top[1]).lang  # type: ignore[union-attr]
+            assert lang is not None  # an 'R' task is only started for a string with a pattern
+            nxt = regex_byte(lang, top, b)
+            if nxt is None:
+                return
+            if nxt == "end":
+                out.extend(self.expand((stack[:-1], sol)))
+            else:
+                out.append((stack[:-1] + (nxt,), sol))
+            return
         if kind == "T":
             nxt = self._string_byte(top, b)
             if nxt is None:
@@ -577,6 +591,77 @@ class TextMachine:
         return None
 
 
+def regex_byte(lang: StringLang, top: tuple, b: int) -> Any:
+    """One byte of a string body whose decoded value must be in `lang` (a pattern within length
+    bounds): the next ('R', path, q, n, esc, acc) task, "end" (the closing quote), or None.
+
+    q is the DFA state after n characters (n saturated where only minLength matters); esc: 0 clean,
+    1 after a backslash, 10+k inside \\u with k hex digits read (acc: their value), 20+k inside a
+    UTF-8 sequence with k bytes to go (acc: (bits so far, lowest, highest code point)). Each byte
+    is allowed only if some code point it can still become is a live next character, so no
+    prefix is a dead end; lone surrogates are never written."""
+    _, path, q, n, esc, acc = top
+    if esc == 0:
+        if b == 0x22:
+            return "end" if lang.can_end(q, n) else None
+        if b == 0x5C:
+            # every escape (short or \\u) writes a BMP character
+            return ("R", path, q, n, 1, 0) if lang.range_live(q, n, 0, 0xFFFF) else None
+        if b < 0x20:
+            return None
+        if b < 0x80:
+            return _regex_char(lang, path, q, n, b)
+        if 0xC2 <= b <= 0xDF:
+            st: tuple = (b & 0x1F, 0x80, 0x7FF)
+            k = 1
+        elif 0xE0 <= b <= 0xEF:
+            st, k = (b & 0x0F, 0x800, 0xFFFF), 2
+        elif 0xF0 <= b <= 0xF4:
+            st, k = (b & 0x07, 0x10000, TOP - 1), 3
+        else:
+            return None
+        return ("R", path, q, n, 20 + k, st) if _utf8_live(lang, q, n, st, k) else None
+    if esc == 1:
+        cp = _SHORT_ESC.get(b)
+        if cp is not None:
+            return _regex_char(lang, path, q, n, cp)
+        if b == ord("u"):
+            return ("R", path, q, n, 10, 0) if lang.range_live(q, n, 0, 0xFFFF) else None
+        return None
+    if esc >= 20:
+        if not 0x80 <= b <= 0xBF:
+            return None
+        v, lo, hi = acc
+        v = v << 6 | (b & 0x3F)
+        k = esc - 21
+        if k == 0:
+            return _regex_char(lang, path, q, n, v) if lo <= v <= hi else None
+        return ("R", path, q, n, 20 + k, (v, lo, hi)) if _utf8_live(lang, q, n, (v, lo, hi), k) else None
+    h = _HEXVAL.get(b)
+    if h is None:
+        return None
+    v = acc * 16 + h
+    k = esc - 10 + 1  # hex digits read
+    if k == 4:
+        return _regex_char(lang, path, q, n, v)
+    width = 16 ** (4 - k)
+    return ("R", path, q, n, 10 + k, v) if lang.range_live(q, n, v * width, v * width + width - 1) else None
+
+
+def _utf8_live(lang: StringLang, q: int, n: int, st: tuple, k: int) -> bool:
+    v, lo, hi = st
+    a, b = max(lo, v << 6 * k), min(hi, (v << 6 * k) | ((1 << 6 * k) - 1))
+    return a <= b and lang.range_live(q, n, a, b)
+
+
+def _regex_char(lang: StringLang, path: tuple, q: int, n: int, cp: int) -> Optional[tuple]:
+    t = lang.step(q, n, cp)
+    return None if t < 0 else ("R", path, t, lang.norm(n + 1), 0, 0)
+
+
+_SHORT_ESC = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 8, ord("f"): 12, ord("n"): 10,
+              ord("r"): 13, ord("t"): 9}
+_HEXVAL = {ord(c): int(c, 16) for c in "0123456789abcdefABCDEF"}
 _ANY_STRING = Scalar("", "string")
 _ANY_NUMBER = Scalar("", "number")
 
