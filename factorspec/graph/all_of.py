@@ -20,9 +20,18 @@ from fractions import Fraction
 from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
+from factorspec.graph.negation import (
+    eliminate,
+    excluded_values,
+    excludes_integers,
+    has_conditionals,
+    is_value_exclusion,
+    make_exclusion,
+)
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
+MAX_EXPLORED = 4096  # combinations tried while distributing (contradicting ones are dropped early)
 
 _LOWER = ("minimum", "exclusiveMinimum")
 _UPPER = ("maximum", "exclusiveMaximum")
@@ -31,7 +40,7 @@ _MAX_COUNT = ("maxLength", "maxItems", "maxProperties", "maxContains")
 # keywords merged only when the members that have them agree exactly
 _EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "pattern", "unevaluatedItems",
                "unevaluatedProperties", "dependentSchemas")
-_REFUSED = ("not", "if", "then", "else", "$dynamicRef", "$recursiveRef")
+_REFUSED = ("$dynamicRef", "$recursiveRef")  # not/if/then/else: rewritten first (negation.py)
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required")
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
@@ -54,9 +63,10 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
     Raises SpecError naming a pointer when the members cannot be merged exactly or admit nothing."""
     own = {k: v for k, v in s.items() if k != "allOf"}
     members = [(normalise({k: v for k, v in own.items() if k in validation}), ptr)]
-    members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set())
+    members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set(), validation)
     try:
-        merged = _merge_members(members, ptr, _Ctx(validation, lambda m, mp: _member(m, mp, resolve, normalise, set())))
+        merged = _merge_members(members, ptr, _Ctx(validation, lambda m, mp: _member(m, mp, resolve, normalise, set(),
+                                                                                     validation)))
     except NoValue as e:
         raise EmptySchema(e.pointer, f"{e.message}: the allOf at {ptr or '/'} admits no value") from None
     merged.update({k: v for k, v in own.items() if k not in validation})
@@ -64,18 +74,18 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
 
 
 def _flatten(items: Any, ptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
-             refs: set[str]) -> list[tuple[dict, str]]:
+             refs: set[str], validation: set[str]) -> list[tuple[dict, str]]:
     if not isinstance(items, list) or not items:
         raise SpecError(ptr, "allOf must be a non-empty list of schemas")
     out: list[tuple[dict, str]] = []
     for i, m in enumerate(items):
         mptr = f"{ptr}/{i}"
-        out += _member(m, mptr, resolve, normalise, refs)
+        out += _member(m, mptr, resolve, normalise, refs, validation)
     return out
 
 
 def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
-            refs: set[str]) -> list[tuple[dict, str]]:
+            refs: set[str], validation: set[str]) -> list[tuple[dict, str]]:
     if m is True:
         return []
     if m is False:
@@ -83,24 +93,33 @@ def _member(m: Any, mptr: str, resolve: Resolve, normalise: Callable[[dict], dic
     if not isinstance(m, dict):
         raise SpecError(mptr, f"a schema must be an object, got {json.dumps(m)[:60]}")
     m = normalise(m)
+    if has_conditionals({k: v for k, v in m.items() if k in validation}):  # graph/negation.py
+        m = eliminate(m, mptr, resolve, normalise, validation)
     out: list[tuple[dict, str]] = []
     if "$ref" in m:
         ref = m["$ref"]
         if ref in refs:
             raise SpecError(f"{mptr}/$ref", f"recursive reference {ref!r} is not supported")
         target, tptr = resolve(ref, mptr)
-        out += _member(target, tptr, resolve, normalise, refs | {ref})
+        out += _member(target, tptr, resolve, normalise, refs | {ref}, validation)
         m = {k: v for k, v in m.items() if k != "$ref"}
     if "allOf" in m:
-        out += _flatten(m["allOf"], f"{mptr}/allOf", resolve, normalise, refs)
+        out += _flatten(m["allOf"], f"{mptr}/allOf", resolve, normalise, refs, validation)
         m = {k: v for k, v in m.items() if k != "allOf"}
     return [(m, mptr)] + out
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Ctx:
     validation: set[str]
     member: Callable[[Any, str], list[tuple[dict, str]]]  # a schema as flattened members ($ref, allOf)
+    explored: int = 0  # alternatives tried by _distribute, against MAX_EXPLORED
+
+    def spend(self, mptr: str, kw: str) -> None:
+        self.explored += 1
+        if self.explored > MAX_EXPLORED:
+            raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members: more than {MAX_EXPLORED} "
+                            "combinations of alternatives tried")
 
 
 def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
@@ -123,7 +142,7 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict
     if any(m.get("uniqueItems") is True for m, _ in members):
         out["uniqueItems"] = True
     _merge_dependencies(members, out)
-    handled = {"type", "enum", "const", "multipleOf", "uniqueItems", "items", "dependentRequired",
+    handled = {"type", "enum", "const", "not", "multipleOf", "uniqueItems", "items", "dependentRequired",
                "dependencies", *_LOWER, *_UPPER, *_MIN_COUNT, *_MAX_COUNT, *_EQUAL_ONLY, *_OBJECT_KEYS,
                "maxProperties", "minProperties"}
     for m, mptr in members:
@@ -135,7 +154,10 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict
 
 def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
     """allOf(X, anyOf(A), ...) = anyOf(allOf(X, a) for a in A); oneOf likewise (a value in X
-    matches exactly one a iff it matches exactly one X-and-a). One union member at a time."""
+    matches exactly one a iff it matches exactly one X-and-a). One union member at a time,
+    depth first; a partial choice whose plain keywords already contradict (types, values, a
+    required property's values) is dropped before the next union is distributed, so the many
+    `if`/`then` members of one allOf cost about their number, not 2 to that power."""
     m, mptr = unions[0]
     if "anyOf" in m and "oneOf" in m:
         raise SpecError(f"{mptr}/oneOf", "keyword 'oneOf' beside 'anyOf' is not supported")
@@ -143,11 +165,6 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
     alts = m[kw]
     if not isinstance(alts, list) or not alts:
         raise SpecError(f"{mptr}/{kw}", f"{kw} must be a non-empty list of schemas")
-    width = math.prod(len(u[kw2]) for u, _ in unions for kw2 in ("anyOf", "oneOf")
-                      if isinstance(u.get(kw2), list))
-    if width > MAX_ALTERNATIVES:
-        raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members makes {width} alternatives "
-                        f"(at most {MAX_ALTERNATIVES} are merged)")
     rest = [(x, xp) for x, xp in members if xp != mptr or x is not m]
     rest.append(({k: v for k, v in m.items() if k != kw}, mptr))
     kept: list[dict] = []
@@ -156,8 +173,13 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
         aptr = f"{mptr}/{kw}/{i}"
         if a is False:
             continue
+        ctx.spend(mptr, kw)
         try:
-            kept.append(_merge_members(rest + ctx.member(a, aptr), ptr, ctx))
+            cand = rest + ctx.member(a, aptr)
+            if any("anyOf" in x or "oneOf" in x for x, _ in cand):
+                _merge_members([({k: v for k, v in x.items() if k not in ("anyOf", "oneOf")}, xp)
+                                for x, xp in cand], ptr, ctx)  # raises NoValue: prune here
+            kept.append(_merge_members(cand, ptr, ctx))
         except NoValue as e:
             last = e  # this alternative contradicts the other members: it admits nothing
         except EmptySchema as e:
@@ -165,7 +187,18 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
     if not kept:
         assert last is not None
         raise last
+    width = sum(_leaves(k) for k in kept)
+    if width > MAX_ALTERNATIVES:
+        raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members makes {width} alternatives "
+                        f"(at most {MAX_ALTERNATIVES} are merged)")
     return kept[0] if len(kept) == 1 else {kw: kept}
+
+
+def _leaves(x: dict) -> int:
+    for kw in ("anyOf", "oneOf"):
+        if isinstance(x.get(kw), list):
+            return sum(_leaves(a) if isinstance(a, dict) else 1 for a in x[kw])
+    return 1
 
 
 def _types_of(m: dict, mptr: str) -> set[str] | None:
@@ -220,8 +253,33 @@ def _merge_values(members: list[tuple[dict, str]], out: dict) -> None:
             allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
             if not allowed:
                 raise NoValue(f"{mptr}/{kw}", "allOf members have no const/enum value in common")
+    excluded: dict[str, Any] = {}  # value exclusions, the one negative form left by negation.py
+    integers = False  # every integer excluded (the negation of type integer)
+    where = ""
+    for m, mptr in members:
+        if "not" in m:
+            if not is_value_exclusion(m["not"]):
+                raise SpecError(f"{mptr}/not", "keyword 'not' inside allOf cannot be merged")
+            excluded.update({_canon(v): v for v in excluded_values(m["not"])})
+            integers |= excludes_integers(m["not"])
+            where = f"{mptr}/not"
+    if integers and out.get("type") == "integer":
+        raise NoValue(where, "the allOf's integers are all excluded by a 'not'")
     if allowed is not None:
+        allowed = {c: v for c, v in allowed.items() if c not in excluded
+                   and not (integers and _is_integral(v))}
+        if not allowed:
+            raise NoValue(where, "every const/enum value of the allOf is excluded by a 'not'")
         out["enum"] = list(allowed.values())
+    elif excluded or integers:
+        out["not"] = make_exclusion(list(excluded.values()), integers)
+
+
+def _is_integral(v: Any) -> bool:
+    """JSON Schema's integer: a number with no fractional part (1.0 is one, true is not)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
+        return False
+    return float(v).is_integer() if isinstance(v, float) else Fraction(v).denominator == 1
 
 
 def _exact(v: Any, where: str) -> Fraction:
@@ -313,12 +371,23 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
                     parts.append(m["additionalProperties"])
             parts = [p for p in parts if p is not True and p != {}]
             if forbidden is not None or False in parts:
+                if k in required and forbidden is None:
+                    raise NoValue(f"{ptr}/properties/{k}", f"property {k!r} is required but an allOf member "
+                                  "(or a 'not' over 'required') admits no value for it")
                 if k in required:
-                    where = ptr if forbidden is None else forbidden
-                    raise NoValue(f"{where}/additionalProperties", f"property {k!r} is required but "
+                    raise NoValue(f"{forbidden}/additionalProperties", f"property {k!r} is required but "
                                   "this allOf member's additionalProperties false forbids it (a member's "
                                   "additionalProperties judges the properties it does not list itself)")
                 continue  # forbidden by a member: the merged object cannot have it
+            values = _common_values(parts) if len(parts) > 1 else None
+            if values is not None and not values:
+                if k in required:
+                    raise NoValue(f"{ptr}/properties/{k}", f"allOf members give required property {k!r} no "
+                                  "const/enum value in common")
+                continue  # no value fits: the merged object cannot have it
+            if values is not None:
+                props_out[k] = {"enum": values}
+                continue
             props_out[k] = parts[0] if len(parts) == 1 else ({"allOf": parts} if parts else True)
         out["properties"] = props_out
         # JSON Schema reads an absent additionalProperties as true; the layout policy closes an
@@ -333,6 +402,33 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
             out["additionalProperties"] = True
     if required:
         out["required"] = required
+
+
+def _common_values(parts: list[Any]) -> list[Any] | None:
+    """The values common to property schemas that are plain value sets (const, enum, a value
+    exclusion), found while merging so that a contradicting alternative is dropped early; None
+    when some part is anything else (merged later, by the layout compiler)."""
+    allowed: dict[str, Any] | None = None
+    excluded: set[str] = set()
+    integers = False
+    for p in parts:
+        if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "title", "description"}:
+            return None
+        if "not" in p:
+            if not is_value_exclusion(p["not"]):
+                return None
+            excluded |= {_canon(v) for v in excluded_values(p["not"])}
+            integers |= excludes_integers(p["not"])
+        for kw in ("const", "enum"):
+            if kw in p:
+                vals = [p[kw]] if kw == "const" else p[kw]
+                if not isinstance(vals, list):
+                    return None
+                here = {_canon(v): v for v in vals}
+                allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
+    if allowed is None:
+        return None
+    return [v for c, v in allowed.items() if c not in excluded and not (integers and _is_integral(v))]
 
 
 def _merge_items(members: list[tuple[dict, str]], out: dict) -> None:

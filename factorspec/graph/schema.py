@@ -24,6 +24,13 @@ from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
+from factorspec.graph.negation import (
+    eliminate,
+    excluded_values,
+    excludes_integers,
+    has_conditionals,
+    is_value_exclusion,
+)
 from factorspec.graph.objects import ObjectRules, dependency_violations
 from factorspec.graph.regex_lang import StringLang, pattern_lang
 from factorspec.graph.relations import format_decimal
@@ -58,6 +65,7 @@ _TYPE_SPECIFIC = {
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
+MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at most this many values
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
@@ -306,9 +314,13 @@ class SchemaCompiler:
                 return self.node(target, tptr, depth + 1)
             finally:
                 self._ref_stack.pop()
+        if keys & {"not", "if", "then", "else"} and has_conditionals({k: s[k] for k in keys}):
+            # not / if-then-else pushed into positive allOf members (graph/negation.py)
+            self._note(ptr, "not" if "not" in keys else "if", "rewritten into positive keywords")
+            return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr, depth + 1)
         if "allOf" in keys:
             return self._all_of(s, ptr, depth)
-        for k in ("not", "if", "then", "else", "$dynamicRef", "$recursiveRef"):
+        for k in ("$dynamicRef", "$recursiveRef"):
             if k in keys:
                 raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
         if "anyOf" in keys or "oneOf" in keys:
@@ -323,6 +335,15 @@ class SchemaCompiler:
                 typ, types = types[0], None
         elif typ is not None and (not isinstance(typ, str) or typ not in _TYPE_KEYWORDS):
             raise SpecError(f"{ptr}/type", f"unknown type {typ!r}")
+        if "not" in keys and not ("enum" in keys or "const" in keys):  # a value exclusion (negation.py)
+            finite: dict[str, list[Any]] = {"boolean": [False, True], "null": [None]}
+            ts = types if types is not None else [typ] if isinstance(typ, str) else None
+            if ts is not None and len(ts) > 1 and not all(t in finite for t in ts):
+                return self._per_type(s, ts, ptr, depth)
+            if ts is None or not all(t in finite for t in ts):
+                return self._excluding(s, ptr, depth)
+            s = {**s, "enum": [v for t in ts for v in finite[t]]}
+            keys = keys | {"enum"}
         if "enum" in keys or "const" in keys:
             return self._enum(s, keys, ptr, types if types is not None else typ)
         if typ is None and types is None:
@@ -363,6 +384,39 @@ class SchemaCompiler:
                     raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the pattern")
             return Scalar(ptr, "string", min_len=lo, max_len=hi, lang=lang)
         return self._numeric(s, ptr, typ)
+
+    def _per_type(self, s: dict, types: list[str], ptr: str, depth: int) -> LayoutNode:
+        """A type list with a value exclusion: one alternative per type, those left empty dropped."""
+        alts: list[LayoutNode] = []
+        for t in types:
+            try:
+                alts.append(self.node({**s, "type": t}, ptr, depth + 1))
+            except EmptySchema as e:
+                self._note(ptr, "not", f"type {t!r} admits no value here ({e.message})")
+        if not alts:
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every value of every type")
+        return alts[0] if len(alts) == 1 else Scalar(ptr, "union", alts=alts)
+
+    def _excluding(self, s: dict, ptr: str, depth: int) -> Scalar:
+        """A bounded integer or fixed-point number minus the values a `not` excludes: the
+        remaining values, as an enum (at most MAX_EXCLUSION_DOMAIN of them)."""
+        base = self.node({k: v for k, v in s.items() if k != "not"}, ptr, depth + 1)
+        if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
+        if not (isinstance(base, Scalar) and base.kind in ("integer", "fixed") and base.finite
+                and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
+            what = base.kind if isinstance(base, Scalar) else type(base).__name__.lower()
+            raise SpecError(f"{ptr}/not", "'not' excluding values is supported where the values are finite "
+                            f"(enum, const, boolean, null, an integer or multipleOf range of at most "
+                            f"{MAX_EXCLUSION_DOMAIN} values); here the values are {what}")
+        excluded = {_canon(x) for x in excluded_values(s["not"])}
+        integers = excludes_integers(s["not"])
+        assert base.lo is not None and base.hi is not None
+        values = [v for v in (base.decode(k) for k in range(base.lo, base.hi + 1))
+                  if _canon(v) not in excluded and not (integers and _matches_type(v, "integer"))]
+        if not values:
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
+        return Scalar(ptr, "enum", values=values)
 
     def _ref_siblings_ignored(self) -> bool:
         """Drafts 4, 6 and 7 ignore every keyword beside `$ref`; later drafts (and a document
@@ -420,10 +474,32 @@ class SchemaCompiler:
             last = empty.message if empty else ""
             raise EmptySchema(f"{ptr}/{kw}", f"no alternative of {kw} admits a value (the last: {last})")
         if overlap is not None:
-            self._separate(per_alt, s, ptr, overlap)
+            try:  # exact: "this alternative and no other", by negation
+                return self._exclusive(s, alts, ptr, depth, overlap)
+            except EmptySchema:
+                raise
+            except SpecError as e:
+                # a sound narrowing of the layouts where a negation does not compile
+                self._separate(per_alt, s, ptr, e)
         for n, _ in per_alt:
             nodes.extend(n.alts if isinstance(n, Scalar) and n.kind == "union" else [n])
         return nodes[0] if len(nodes) == 1 else Scalar(ptr, "union", alts=nodes)
+
+    def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError) -> LayoutNode:
+        """oneOf with overlapping alternatives, exactly: anyOf over "alternative i and no other"
+        (each other alternative negated by graph/negation.py), whose alternatives are disjoint by
+        construction. Where a negation cannot be compiled, `overlap` stands, with the reason."""
+        rest = {k: v for k, v in s.items() if k != "oneOf"}
+        only = [{"allOf": [a] + [{"not": b} for j, b in enumerate(alts) if j != i]} for i, a in enumerate(alts)]
+        self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
+        try:
+            return self.node({**rest, "anyOf": only}, ptr, depth + 1)
+        except EmptySchema as e:
+            raise EmptySchema(f"{ptr}/oneOf", f"no value matches exactly one alternative of this oneOf "
+                              f"({e.pointer or '/'}: {e.message})") from None
+        except SpecError as e:
+            raise SpecError(overlap.pointer, f"{overlap.message} (exactly-one by negation failed at "
+                            f"{e.pointer or '/'}: {e.message})") from None
 
     def _required_of(self, a: Any) -> list[str]:
         """The `required` names of an alternative (through `$ref`s), or [] if it has none."""
@@ -856,6 +932,8 @@ def _canon(v: Any) -> str:
     """Canonical JSON of a value (1 and 1.0 are the same number)."""
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return json.dumps(v)
+    if isinstance(v, Fraction):
+        return "n" + str(v)
     if isinstance(v, (int, float)):
         return "n" + str(Fraction(str(v))) if not (isinstance(v, float) and not math.isfinite(v)) else repr(v)
     if isinstance(v, list):
@@ -886,6 +964,10 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
         a = _num(arg, ptr, kw)
         return {"minimum": v >= a, "maximum": v <= a, "exclusiveMinimum": v > a,
                 "exclusiveMaximum": v < a, "multipleOf": a != 0 and (Fraction(v) / a).denominator == 1}[kw]
+    if kw == "not" and is_value_exclusion(arg):
+        if excludes_integers(arg) and _matches_type(v, "integer"):
+            return False
+        return _canon(v) not in {_canon(x) for x in excluded_values(arg)}
     if kw in ("minLength", "maxLength"):
         if not isinstance(v, str):
             return True

@@ -103,7 +103,8 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
     follows the schema, is not a subset of it): `format` (xgrammar asserts it; FactorSpec treats it
     as the annotation it is by default), an array without `items` (xgrammar allows only `[]`), a
     `required` name missing from `properties` (xgrammar never writes it, so its instances are
-    invalid). On those schemas the walk is checked by the jsonschema validator alone."""
+    invalid), a `number` with a bound (xgrammar's range grammar allows at most 6 fraction digits and
+    no exponent, FactorSpec any decimal within the bound). On those schemas the walk is checked by the jsonschema validator alone."""
     out: set[str] = set()
 
     def visit(x: Any) -> None:
@@ -122,6 +123,9 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
         req, props = x.get("required"), x.get("properties")
         if isinstance(req, list) and any(r not in (props if isinstance(props, dict) else {}) for r in req):
             out.add("required not in properties")
+        if (t == "number" or (isinstance(t, list) and "number" in t)) and "multipleOf" not in x and any(
+                k in x for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
+            out.add("bounded number")
         for y in x.values():
             visit(y)
     visit(schema)

@@ -13,12 +13,9 @@ def _wrap(node: object) -> dict:
 
 
 UNSUPPORTED_KEYWORDS = [
-    ({"not": {"type": "integer"}}, "not"),
-    ({"type": "integer", "if": {}, "then": {}}, "if"),
     ({"type": "object", "properties": {}, "patternProperties": {"^x": {}}}, "patternProperties"),
     ({"type": "object", "properties": {}, "propertyNames": {"maxLength": 3}}, "propertyNames"),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
-    ({"oneOf": [{"type": "object"}, {"required": ["a"]}]}, "oneOf"),
     ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
     ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
     ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),

@@ -112,8 +112,11 @@ def test_check_and_solve_agree_with_the_validator(k: int) -> None:
 def test_bounds_that_leave_no_value_are_refused() -> None:
     for b in ({"minimum": 2, "maximum": 1}, {"exclusiveMinimum": 1, "maximum": 1}):
         with pytest.raises(SpecError) as e:
-            compile_spec({"type": "object", "properties": {"x": {"type": "number", **b}}})
+            compile_spec({"type": "object", "properties": {"x": {"type": "number", **b}}, "required": ["x"]})
         assert e.value.pointer == "/properties/x" and "no value" in e.value.message
+        # optional: the property is left out exactly (errors.EmptySchema), only {} fits
+        cs = compile_spec({"type": "object", "properties": {"x": {"type": "number", **b}}})
+        assert cs.check({}) == [] and cs.check({"x": 1}) != []
 
 
 def test_a_relation_on_a_free_number_is_refused_naming_it() -> None:

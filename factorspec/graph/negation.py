@@ -1,0 +1,260 @@
+"""`not` and `if`/`then`/`else`, rewritten into positive keywords before the layout is built.
+
+The layout compiler builds a node from positive keywords only, so a negation is pushed inwards
+here until it meets keywords whose complement is positive again (De Morgan over `allOf`/`anyOf`,
+the complement of a type set, of a bound, of a length or count, of `required`: "some listed
+property is absent", of `properties`: "some listed property is present with a value outside its
+schema"). The one negative form left is a value exclusion, `{"not": {"enum": [...]}}`, which the
+layout compiler applies to finite domains (enum, const, boolean, null) by filtering.
+`if`/`then`/`else` becomes `anyOf[allOf[if, then], allOf[not if, else]]`: the two alternatives
+are disjoint, so no record is admitted twice and none is lost. A complement that is not
+positive (`pattern`, `multipleOf`, `items`, `oneOf`, ...) is refused naming its JSON Pointer.
+Pure dict-to-dict work, like `all_of.py`: no layout, no solver."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from factorspec.errors import EmptySchema, SpecError
+
+Resolve = Callable[[Any, str], "tuple[Any, str]"]
+MAX_NEGATION_DEPTH = 32  # negations nest through $ref chains; a cycle must end in an error
+
+_ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
+_CONDITIONAL = ("not", "if", "then", "else")
+# keywords whose truth depends on each other: negated as one conjunct
+_GROUPS = ({"properties", "patternProperties", "additionalProperties", "unevaluatedProperties"},
+           {"items", "prefixItems", "additionalItems", "unevaluatedItems"},
+           {"contains", "minContains", "maxContains"},
+           {"if", "then", "else"})
+_OF_TYPE = {"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number",
+            "minLength": "string", "maxLength": "string", "minItems": "array", "maxItems": "array",
+            "minProperties": "object", "maxProperties": "object", "required": "object", "properties": "object"}
+_FLIP = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum", "exclusiveMinimum": "maximum",
+         "exclusiveMaximum": "minimum"}
+_COUNT_FLIP = {"minLength": "maxLength", "maxLength": "minLength", "minItems": "maxItems", "maxItems": "minItems",
+               "minProperties": "maxProperties", "maxProperties": "minProperties"}
+
+
+def exclusion_parts(x: Any) -> tuple[list[Any], bool] | None:
+    """The values a value exclusion removes and whether it removes every integer, or None when
+    `x` (the argument of a `not`) is not a value exclusion. The forms: `{"enum": [...]}`,
+    `{"const": v}`, `{"type": "integer"}` (from negating a type), and `{"anyOf": [...]}` of those."""
+    if not isinstance(x, dict) or len(x) != 1:
+        return None
+    if "const" in x:
+        return [x["const"]], False
+    if "enum" in x:
+        return (list(x["enum"]), False) if isinstance(x["enum"], list) else None
+    if x.get("type") == "integer":
+        return [], True
+    if isinstance(x.get("anyOf"), list):
+        values: list[Any] = []
+        integers = False
+        for a in x["anyOf"]:
+            part = exclusion_parts(a)
+            if part is None:
+                return None
+            values += part[0]
+            integers |= part[1]
+        return values, integers
+    return None
+
+
+def is_value_exclusion(x: Any) -> bool:
+    """The one negative form the layout compiler takes: `not` over values (exclusion_parts)."""
+    return exclusion_parts(x) is not None
+
+
+def excluded_values(x: dict) -> list[Any]:
+    part = exclusion_parts(x)
+    assert part is not None
+    return part[0]
+
+
+def excludes_integers(x: dict) -> bool:
+    part = exclusion_parts(x)
+    return part is not None and part[1]
+
+
+def make_exclusion(values: list[Any], integers: bool) -> dict:
+    """The `not` argument that excludes `values` (and every integer, if `integers`)."""
+    parts = ([{"enum": values}] if values else []) + ([{"type": "integer"}] if integers else [])
+    return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+
+def has_conditionals(s: dict) -> bool:
+    """True when `s` has a `not` or `if`/`then`/`else` that `eliminate` must rewrite."""
+    if any(k in s for k in ("if", "then", "else")):
+        return True
+    return "not" in s and not is_value_exclusion(s["not"])
+
+
+def eliminate(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
+              validation: set[str]) -> dict:
+    """`s` with its `not` (unless a value exclusion) and `if`/`then`/`else` moved into `allOf`
+    members of positive keywords; every other keyword of `s` is kept as it is."""
+    out = {k: v for k, v in s.items() if k not in _CONDITIONAL}
+    added: list[Any] = []
+    if "not" in s:
+        if is_value_exclusion(s["not"]):
+            out["not"] = s["not"]
+        else:
+            added.append(_negate(s["not"], f"{ptr}/not", _Ctx(resolve, normalise, validation), 0))
+    if "if" in s:
+        cond = s["if"]
+        then, other = s.get("then", True), s.get("else", True)
+        if not (then is True and other is True):  # without then/else, `if` constrains nothing
+            ctx = _Ctx(resolve, normalise, validation)
+            added.append(_any([_both(cond, then), _both(_negate(cond, f"{ptr}/if", ctx, 0), other)]))
+    if any(a is False for a in added):
+        kw = "not" if "not" in s and not is_value_exclusion(s["not"]) else "if"
+        raise EmptySchema(f"{ptr}/{kw}", f"'{kw}' here admits no value")
+    added = [a for a in added if a is not True]
+    if added:
+        out["allOf"] = list(s.get("allOf", [])) + added
+    return out
+
+
+def _both(a: Any, b: Any) -> Any:
+    if a is True:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        return False
+    return {"allOf": [a, b]}
+
+
+class _Ctx:
+    def __init__(self, resolve: Resolve, normalise: Callable[[dict], dict], validation: set[str]) -> None:
+        self.resolve, self.normalise, self.validation = resolve, normalise, validation
+
+
+def _any(parts: list[Any]) -> Any:
+    parts = [p for p in parts if p is not False]
+    if any(p is True for p in parts):
+        return True
+    if not parts:
+        return False
+    return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+
+def _all(parts: list[Any]) -> Any:
+    parts = [p for p in parts if p is not True]
+    if any(p is False for p in parts):
+        return False
+    if not parts:
+        return True
+    return parts[0] if len(parts) == 1 else {"allOf": parts}
+
+
+def _other_types(t: str) -> list[str]:
+    return [x for x in _ALL_TYPES if x != t]
+
+
+def _negate(x: Any, ptr: str, ctx: _Ctx, depth: int) -> Any:
+    """A positive schema (or True/False) admitting exactly the values `x` rejects."""
+    if depth > MAX_NEGATION_DEPTH:
+        raise SpecError(ptr, f"'not' nests deeper than {MAX_NEGATION_DEPTH} levels (a recursive $ref?)")
+    if x is True:
+        return False
+    if x is False:
+        return True
+    if not isinstance(x, dict):
+        raise SpecError(ptr, f"a schema must be an object, got {json.dumps(x)[:60]}")
+    x = ctx.normalise(x)
+    keys = [k for k in x if k in ctx.validation]
+    if not keys:
+        return False  # {} (annotations only) admits every value
+    if "$ref" in keys:
+        target, tptr = ctx.resolve(x["$ref"], ptr)
+        rest = {k: v for k, v in x.items() if k != "$ref"}
+        if any(k in ctx.validation for k in rest):
+            return _any([_negate(target, tptr, ctx, depth + 1), _negate(rest, ptr, ctx, depth + 1)])
+        return _negate(target, tptr, ctx, depth + 1)
+    # x is the conjunction of its independent keyword groups: not x = any group fails
+    conjuncts: list[dict] = []
+    seen: set[str] = set()
+    for k in keys:
+        if k in seen:
+            continue
+        group = next((g for g in _GROUPS if k in g), {k})
+        here = {g: x[g] for g in keys if g in group}
+        if k in ("minContains", "maxContains", "contains"):
+            here = {g: x[g] for g in keys if g in _GROUPS[2]}
+        seen |= set(here)
+        conjuncts.append(here)
+    return _any([_negate_one(c, ptr, ctx, depth) for c in conjuncts])
+
+
+def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
+    """The complement of one keyword (or one group of interacting keywords)."""
+    (k, v), = list(c.items())[:1]
+    kptr = f"{ptr}/{k}"
+    if len(c) == 1 and k == "type":
+        ts = [v] if isinstance(v, str) else v
+        if not isinstance(ts, list) or not all(isinstance(t, str) for t in ts):
+            raise SpecError(kptr, f"unknown type {json.dumps(v)[:60]}")
+        if "integer" in ts and "number" not in ts:  # the rest: other types, and non-integer numbers
+            rest = [t for t in _ALL_TYPES if t not in ts and t != "number"]
+            fractional = {"type": "number", "not": {"type": "integer"}}
+            return _any(([{"type": rest[0] if len(rest) == 1 else rest}] if rest else []) + [fractional])
+        rest = [t for t in _ALL_TYPES if t not in ts]
+        return False if not rest else {"type": rest[0] if len(rest) == 1 else rest}
+    if len(c) == 1 and k in ("enum", "const"):
+        if k == "enum" and not isinstance(v, list):
+            raise SpecError(kptr, "enum must be a list")
+        return {"not": {k: v}}
+    if len(c) == 1 and k in _FLIP:
+        if isinstance(v, bool):  # draft-04 exclusive flags were folded into the bounds by normalise
+            return False
+        return {"anyOf": [{"type": _other_types("number")}, {"type": "number", _FLIP[k]: v}]}
+    if len(c) == 1 and k in _COUNT_FLIP:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise SpecError(kptr, f"{k} must be a non-negative integer")
+        t = _OF_TYPE[k]
+        if k.startswith("min"):
+            inside: Any = False if v == 0 else {"type": t, _COUNT_FLIP[k]: v - 1}
+        else:
+            inside = {"type": t, _COUNT_FLIP[k]: v + 1}
+        return _any([{"type": _other_types(t)}, inside])
+    if len(c) == 1 and k == "required":
+        if not isinstance(v, list):
+            raise SpecError(kptr, "required must be a list of names")
+        names = [n for n in dict.fromkeys(v) if isinstance(n, str)]
+        if not names:
+            return False
+        return _all([{"type": "object"}, _any([{"properties": {n: False}} for n in names])])
+    if k == "properties" and set(c) == {"properties"}:
+        if not isinstance(v, dict):
+            raise SpecError(kptr, "properties must be an object")
+        alts = []
+        for name, sub in v.items():
+            neg = _negate(sub, f"{kptr}/{name}", ctx, depth + 1)
+            if neg is not False:
+                alts.append({"required": [name], "properties": {name: neg}})
+        return _all([{"type": "object"}, _any(alts)])
+    if len(c) == 1 and k == "allOf":
+        if not isinstance(v, list):
+            raise SpecError(kptr, "allOf must be a list of schemas")
+        return _any([_negate(m, f"{kptr}/{i}", ctx, depth + 1) for i, m in enumerate(v)])
+    if len(c) == 1 and k == "anyOf":
+        if not isinstance(v, list):
+            raise SpecError(kptr, "anyOf must be a list of schemas")
+        return _all([_negate(m, f"{kptr}/{i}", ctx, depth + 1) for i, m in enumerate(v)])
+    if len(c) == 1 and k == "not":
+        return v  # not not v = v
+    if set(c) <= {"if", "then", "else"}:
+        if "if" not in c:
+            return False  # then/else without if constrain nothing: their negation admits nothing
+        cond = c["if"]
+        then, other = c.get("then", True), c.get("else", True)
+        ncond = _negate(cond, f"{ptr}/if", ctx, depth + 1)
+        return _any([_all([cond, _negate(then, f"{ptr}/then", ctx, depth + 1)]),
+                     _all([ncond, _negate(other, f"{ptr}/else", ctx, depth + 1)])])
+    if set(c) & {"uniqueItems"} and c.get("uniqueItems") is False:
+        return False
+    raise SpecError(kptr, f"'not' over {k!r} cannot be compiled exactly (its complement is not a schema "
+                    "FactorSpec compiles)")
