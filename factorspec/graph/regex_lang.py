@@ -643,6 +643,59 @@ class StringLang:
         self.periodic = layer in seen
         self._layer_union_from: dict[int, int] = {}
 
+    def _sizes(self) -> list[int]:
+        sizes = getattr(self, "_size_cache", None)
+        if sizes is None:
+            sizes = []
+            for c, lo in enumerate(self.starts):
+                hi = (self.starts[c + 1] if c + 1 < len(self.starts) else TOP) - 1
+                sizes.append(hi - lo + 1 - max(0, min(hi, SURR[1]) - max(lo, SURR[0]) + 1))
+            self._size_cache = sizes
+        return sizes
+
+    def _reaches_cycle(self) -> list[bool]:
+        hit = getattr(self, "_cyc_cache", None)
+        if hit is None:
+            alive = {q for q in range(self.nstates) if any(t >= 0 for t in self.trans[q])}
+            changed = True
+            while changed:  # peel off states whose successors all lead nowhere further
+                changed = False
+                for q in list(alive):
+                    if not any(t in alive for t in self.trans[q] if t >= 0):
+                        alive.discard(q)
+                        changed = True
+            hit = self._cyc_cache = [q in alive for q in range(self.nstates)]
+        return hit
+
+    def count(self, q: int, n: int, cap: int) -> int:
+        """How many completions from (q, n) are in the language, saturated at `cap` (keys that are
+        still free when `cap - 1` of them are excluded)."""
+        if q < 0:
+            return 0
+        a = max(0, self.min_len - n)
+        b = None if self.max_len is None else self.max_len - n
+        if b is None and self._reaches_cycle()[q]:
+            return cap  # infinitely many
+        top = b if b is not None else self.nstates
+        lengths = [r for r in range(a, top + 1) if self._layer(r) >> q & 1] if top - a < MAX_LAYERS else None
+        if lengths is None or len(lengths) >= cap:
+            return cap  # that many different lengths: that many different strings
+        if not lengths:
+            return 0
+        vecs = self._counts(cap, lengths[-1])
+        return min(cap, sum(vecs[r][q] for r in lengths))
+
+    def _counts(self, cap: int, upto: int) -> list[list[int]]:
+        """vecs[r][q]: strings of exactly r more characters accepted from q (saturated at cap)."""
+        store: dict = self.__dict__.setdefault("_count_cache", {})
+        vecs = store.setdefault(cap, [[1 if self.acc[q] else 0 for q in range(self.nstates)]])
+        sizes = self._sizes()
+        while len(vecs) <= upto:
+            prev = vecs[-1]
+            vecs.append([min(cap, sum(sizes[c] * prev[t] for c, t in enumerate(row) if t >= 0 and prev[t]))
+                         for row in self.trans])
+        return vecs
+
     def _layer(self, r: int) -> int:
         if r < len(self.layers):
             return self.layers[r]
@@ -794,8 +847,12 @@ class StringLang:
                     out.append(s)
                     if len(out) == k:
                         return out
-                for lo, hi in self.live_intervals(q, self.norm(n)):
-                    for cp in _pick(lo, hi):
+                for c, t0 in enumerate(self.trans[q]):  # per class: every class is tried
+                    if t0 < 0:
+                        continue
+                    lo = self.starts[c]
+                    hi = (self.starts[c + 1] if c + 1 < len(self.starts) else TOP) - 1
+                    for cp in _pick(lo, hi)[:2]:
                         t = self.step(q, self.norm(n), cp)
                         if t >= 0:
                             nxt.append((s + chr(cp), t))

@@ -142,7 +142,7 @@ TINY = [b'{"s": "', b'"}', b'"', b"a", b"b", b"ab", b"ba", b"1", b"-", b"a1", b"
 
 def _tiny_vocab() -> TokenVocab:
     # single bytes enough for every text the walks can reach (hex digits, UTF-8 continuations)
-    singles = [bytes([c]) for c in b'{}",: \\0123456789abcdefABCDEFnlrtus-'] + [bytes([c]) for c in range(0x80, 0xC0)]
+    singles = [bytes([c]) for c in b'{}",:. \\0123456789abcdefABCDEFnlrtus-'] + [bytes([c]) for c in range(0x80, 0xC0)]
     toks = list(dict.fromkeys(TINY + singles)) + [b"<eos>"]
     return TokenVocab(toks, [len(toks) - 1])
 
@@ -256,3 +256,146 @@ def test_escapes_only_where_a_character_can_follow() -> None:
     tm = TextMachine(compile_spec({"type": "string", "pattern": "^(\U0001F600|\\n)$"}))
     assert _run(tm, b'"\\') and tm.is_final(_run(tm, b'"\\n"')) and tm.is_final(_run(tm, b'"\\u000A"'))
     assert not _run(tm, b'"\\t') and not _run(tm, b'"\\u1') and not _run(tm, b'"\\u000b')
+
+
+# -- patternProperties / propertyNames ------------------------------------------------------------
+KEY_UNIVERSE = ["", "a", "b", "1", "é", "aa", "a1", "ab", "b1", "bb", "éa", '"', "a\\"]
+MEMBER_VALUES: list[Any] = [1, -1, "x"]
+
+OBJECT_SCHEMAS: list[dict] = [
+    {"type": "object", "patternProperties": {"^a": {"type": "integer", "minimum": 0}}, "additionalProperties": False},
+    {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "1$": {"type": "number", "minimum": 0}},
+     "additionalProperties": {"type": "string"}},
+    {"type": "object", "propertyNames": {"pattern": "^[ab]+$"}, "additionalProperties": True},
+    {"type": "object", "propertyNames": {"maxLength": 1}, "properties": {"a": {"type": "integer"},
+                                                                        "bb": {"type": "integer"}},
+     "additionalProperties": {"type": "string"}},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"a": {"type": "integer"}},
+     "additionalProperties": True},
+    {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "patternProperties": {"^é": True}, "propertyNames": {"minLength": 2},
+     "additionalProperties": False},
+    {"type": "object", "patternProperties": {"^a$": {"type": "integer"}, "^b$": False}, "additionalProperties": True,
+     "maxProperties": 2},
+    {"type": "object", "required": ["a1"], "patternProperties": {"^a\\d$": {"type": "integer"}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"b": {"type": "integer"}}, "propertyNames": {"const": "a"},
+     "additionalProperties": True},
+    {"type": "object", "patternProperties": {'"|\\\\': {"type": "string"}}, "additionalProperties": False,
+     "minProperties": 1},
+]
+
+
+def _layout_text(node: Any, value: dict) -> str:
+    declared = [f.key for f in node.fields]
+    keys = [k for k in declared if k in value] + sorted(k for k in value if k not in declared)
+    return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(value[k])}" for k in keys) + "}"
+
+
+def _objects() -> list[dict]:
+    out: list[dict] = []
+    for n in range(3):
+        for ks in itertools.combinations(KEY_UNIVERSE, n):
+            for vs in itertools.product(MEMBER_VALUES, repeat=n):
+                out.append(dict(zip(ks, vs)))
+    return out
+
+
+@pytest.mark.parametrize("k", range(len(OBJECT_SCHEMAS)))
+def test_pattern_objects_accept_the_validator_set(k: int) -> None:
+    """Every object of up to 2 members over 13 keys and 3 values: the machine accepts its layout
+    text iff jsonschema validates it; the record check agrees."""
+    schema = OBJECT_SCHEMAS[k]
+    cs = compile_spec(schema)
+    tm = TextMachine(cs)
+    validator = jsonschema.Draft202012Validator(schema)
+    accepted = 0
+    for v in _objects():
+        want = validator.is_valid(v)
+        got = tm.is_final(_run(tm, _layout_text(cs.template, v).encode()))
+        assert got == want, (schema, v)
+        assert (cs.check(v) == []) == want, (schema, v)
+        accepted += got
+    assert accepted > 0
+    assert validator.is_valid(cs.solve())
+
+
+@pytest.mark.parametrize("k", range(len(OBJECT_SCHEMAS)))
+def test_pattern_objects_never_dead_end(k: int) -> None:
+    """Random byte walks (all 256 bytes): no dead end, finished texts validate; with a finite key
+    language ({a, b}) no member may start once every key is used."""
+    schema = OBJECT_SCHEMAS[k]
+    tm = TextMachine(compile_spec(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(50 + k)
+    finished = 0
+    for _ in range(40):
+        c, text = tm.initial(), bytearray()
+        for _ in range(60):
+            allowed = [b for b in range(256) if tm.step(c, b)]
+            if tm.is_final(c) and (not allowed or rng.random() < 0.3):
+                assert validator.is_valid(json.loads(text.decode())), (schema, bytes(text))
+                finished += 1
+                break
+            assert allowed, f"dead end after {bytes(text)!r}"
+            pref = [b for b in allowed if b in b'{}",: 1abx\\\xc3\xa9']
+            b = rng.choice(pref if pref and rng.random() < 0.9 else allowed)
+            c = tm.step(c, b)
+            text.append(b)
+    assert finished > 0
+
+
+@pytest.mark.parametrize("k", range(len(OBJECT_SCHEMAS)))
+def test_pattern_object_masks_equal_the_token_definition(k: int) -> None:
+    schema = OBJECT_SCHEMAS[k]
+    v = _tiny_vocab()
+    tm = TextMachine(compile_spec(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(700 + k)
+    for _walk in range(8):
+        m = Matcher(tm, v)
+        for _ in range(30):
+            if m.is_terminated():
+                assert validator.is_valid(json.loads(bytes(m.text).decode())), bytes(m.text)
+                break
+            cfg = m.configs
+            want = set()
+            for t, b in enumerate(v.token_bytes):
+                if t in v.stop_ids:
+                    if tm.is_final(cfg):
+                        want.add(t)
+                    continue
+                c = cfg
+                for x in b:
+                    c = tm.step(c, x)
+                    if not c:
+                        break
+                if c:
+                    want.add(t)
+            got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
+            assert got == want, (schema, bytes(m.text), sorted(v.token_bytes[t] for t in got ^ want))
+            ids = m.allowed_tokens()
+            assert len(ids), f"empty mask after {bytes(m.text)!r}"
+            assert m.accept_token(int(ids[rng.randrange(len(ids))]))
+
+
+def test_finite_key_language_closes_when_used_up() -> None:
+    tm = TextMachine(compile_spec(OBJECT_SCHEMAS[5]))
+    assert tm.is_final(_run(tm, b'{"a": 1, "b": 2}'))
+    assert not _run(tm, b'{"a": 1, "b": 2,')  # no key is left
+    assert not _run(tm, b'{"a": 1, "a')  # "a" is used: no key starts with it
+    assert _run(tm, b'{"a": 1, "b')
+
+
+@pytest.mark.parametrize("doc,pointer,needle", [
+    ({"type": "object", "patternProperties": {"(?=x)": {}}}, "/patternProperties/(?=x)", "lookaround"),
+    ({"type": "object", "propertyNames": {"type": "integer"}}, "/propertyNames", "strings"),
+    ({"type": "object", "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["b"]}}, "/dependentRequired",
+     "not supported"),
+    ({"type": "object", "propertyNames": {"enum": ["a"]}, "additionalProperties": True, "minProperties": 1},
+     "/minProperties", "finite"),
+])
+def test_refused_object_pattern_shapes(doc: dict, pointer: str, needle: str) -> None:
+    with pytest.raises(SpecError) as ei:
+        compile_spec(doc)
+    assert ei.value.pointer == pointer and needle in str(ei.value), str(ei.value)
