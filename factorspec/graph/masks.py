@@ -77,7 +77,7 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         keep = []
         for cfg in rest:
             top = cfg[0][-1] if cfg[0] else None
-            if top is not None and top[0] == "R" and top[4] == 0:
+            if top is not None and top[0] in ("R", "K") and top[4] == 0:
                 regex.append(cfg)
             else:
                 keep.append(cfg)
@@ -87,7 +87,10 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         # the vocabulary's special tokens are walked against the machine
         for cfg in regex:
             top = cfg[0][-1]
-            masks.append(regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3]))
+            if top[0] == "R":
+                masks.append(regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3]))
+            else:
+                masks.append(key_mask(machine, v, cfg))
         walk(machine, v.special_trie, frozenset(regex), ids)
     if free:
         # unlimited room: a token without a quote is allowed iff it continues the string body from
@@ -160,6 +163,43 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         masks.clear()
     masks[(q, n)] = m
     return m
+
+
+def key_mask(machine: Any, v: TokenVocab, cfg: tuple) -> np.ndarray:
+    """Mask of the plain tokens that continue a patterned extra key ('K') from a clean boundary:
+    the pattern classes' mask (`regex_mask`), less the tokens after which only keys already
+    declared or used would remain. Those can only be tokens spelling the start of such a key's
+    rest, so only the tokens on those paths of the vocabulary trie are checked against the machine."""
+    top = cfg[0][-1]
+    _, path, q, n, _esc, _acc, key, used = top
+    keys = machine.node_at(path).keys
+    m = regex_mask(v, keys.lang, q, n)
+    suspects: set[int] = set()
+    for e in keys.declared | used:
+        if len(e) > len(key) and e.startswith(key):
+            node = v.trie
+            for b in e[len(key):].encode("utf-8"):
+                node = node.get(b)
+                if node is None:
+                    break
+                suspects.update(t for t in node.get(TOKEN_END, ()) if v.plain_len[t] > 0)
+    if not suspects:
+        return m
+    start = frozenset([cfg])
+    drop = []
+    for t in suspects:
+        c = start
+        for x in v.token_bytes[t]:
+            c = machine.step(c, x)
+            if not c:
+                drop.append(t)
+                break
+    if not drop:
+        return m
+    out = m.copy().view(np.uint32)
+    for t in drop:
+        out[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+    return out.view(np.int32)
 
 
 def _class_trie(v: TokenVocab, lang: Any) -> dict:

@@ -281,7 +281,7 @@ class _Parser:
             raise self.err("control escapes (\\cX) are not supported")
         if c == "k":
             raise self.err("named backreferences are not supported (no regular language)")
-        if c.isalnum() or c == "_":
+        if c.isalnum():
             raise self.err(f"unknown escape '\\{c}' (ECMA-262 and Python read it differently)")
         return ("set", _lit(ord(c)))
 

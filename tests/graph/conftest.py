@@ -237,7 +237,7 @@ def _escape_in_bounded_string(tm: TextMachine, configs: Any, data: bytes) -> boo
                     node = tm.node_at(stack[-1][1])
                     if node.max_len is not None or node.min_len > 0:
                         return True
-                if stack and stack[-1][0] == "R" and stack[-1][4] == 0:
+                if stack and stack[-1][0] in ("R", "K") and stack[-1][4] == 0:
                     return True  # a pattern string: xgrammar matches its regex on the raw text, no escapes
         cfg = tm.step(cfg, b)
         if not cfg:

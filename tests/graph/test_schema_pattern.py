@@ -189,7 +189,8 @@ def test_masks_equal_the_token_definition(k: int) -> None:
     ("^(?=a)", "lookaround"), ("(?!a)b", "lookaround"), ("(?<=a)b", "lookaround"), ("(?<!a)b", "lookaround"),
     ("(a)\\1", "backreference"), ("\\k<x>", "backreference"), ("\\bword", "word-boundary"),
     ("\\p{L}", "property"), ("\\cA", "control"), ("a{,3}", "quantifier"), ("a{x}", "quantifier"),
-    ("[]", "empty class"), ("[^]", "empty class"), ("\\e", "unknown escape"), ("a**", "quantifier"),
+    ("[]", "empty class"), ("[^]", "empty class"), ("\\e", "unknown escape"), ("\\Z", "unknown escape"),
+    ("a**", "quantifier"),
     ("(a", "missing ')'"), ("a)", "unbalanced"), ("*a", "nothing to repeat"), ("[z-a]", "out of order"),
     ("a{2000}", "repeat count"), ("\\ud800", "surrogate"),
 ])
