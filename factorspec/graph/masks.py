@@ -177,9 +177,9 @@ def key_mask(machine: Any, v: TokenVocab, cfg: tuple) -> np.ndarray:
     suspects: set[int] = set()
     for e in keys.declared | used:
         if len(e) > len(key) and e.startswith(key):
-            node = v.trie
+            node: Optional[dict] = v.trie
             for b in e[len(key):].encode("utf-8"):
-                node = node.get(b)
+                node = node.get(b) if node is not None else None
                 if node is None:
                     break
                 suspects.update(t for t in node.get(TOKEN_END, ()) if v.plain_len[t] > 0)
