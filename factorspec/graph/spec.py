@@ -294,8 +294,13 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
         out = {f.key: (build(f, path + (f.key,)) if build else _minimal(f.node))
                for j, f in enumerate(node.fields) if mask >> j & 1}
         assert node.extra is not None or not n_extra
-        for k in fresh_keys({f.key for f in node.fields}, n_extra):
-            out[k] = _minimal(node.extra)  # type: ignore[arg-type]
+        if node.keys is not None:  # keys of the patterns' language (infinite: rules are refused otherwise)
+            fresh = node.keys.lang.examples(n_extra, avoid=node.keys.declared)
+            assert len(fresh) == n_extra, "no fresh keys of the pattern language"
+        else:
+            fresh = fresh_keys({f.key for f in node.fields}, n_extra)
+        for k in fresh:
+            out[k] = _minimal(node.extra_node(k))  # type: ignore[arg-type]
         return out
     if isinstance(node, Arr):
         return [_minimal(node.item) for _ in range(node.min_items)]
@@ -305,6 +310,10 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
     if s.kind == "enum":
         return s.values[0]
     if s.kind == "string":
+        if s.lang is not None:
+            ex = s.lang.example()
+            assert ex is not None  # an empty language is refused when compiled
+            return ex
         return "a" * s.min_len
     if s.kind == "number":
         return _free_number_value(s)
@@ -377,8 +386,8 @@ def unique_relations(template: LayoutNode) -> list[Relation]:
         if isinstance(node, Obj):
             for f in node.fields:
                 walk(f.node, keys + [f.key], under_array)
-            if node.extra is not None:
-                walk(node.extra, keys + ["*"], True)
+            for x in ([node.extra] if node.keys is None else node.keys.values) if node.extra is not None else []:
+                walk(x, keys + ["*"], True)
         elif isinstance(node, Arr):
             if node.unique:
                 ptr = node.pointer
@@ -415,7 +424,8 @@ def unique_relations(template: LayoutNode) -> list[Relation]:
 
 def _has_unique(node: LayoutNode) -> bool:
     if isinstance(node, Obj):
-        return any(_has_unique(f.node) for f in node.fields) or (node.extra is not None and _has_unique(node.extra))
+        extras = [] if node.extra is None else [node.extra] if node.keys is None else node.keys.values
+        return any(_has_unique(f.node) for f in node.fields) or any(_has_unique(x) for x in extras)
     if isinstance(node, Arr):
         return node.unique or _has_unique(node.item)
     return isinstance(node, Scalar) and node.kind == "union" and any(_has_unique(a) for a in node.alts)
