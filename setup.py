@@ -9,15 +9,18 @@ setup(
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.26",
+        # OR-tools CP-SAT: the complete backend beside the own search (graph/backends/cpsat.py;
+        # imported lazily: without it the portfolio's "auto" is the own search)
+        "ortools==9.15.6755",
     ],
     extras_require={
         # torch is pinned: an unpinned torch pulls a multi-GB CUDA build on these machines.
         "kernels": ["torch==2.13.0", "triton==3.7.1"],
         "tokenizers": ["transformers>=5.16.1,<5.20", "xgrammar==0.2.7", "gguf", "sentencepiece"],
-        "test": ["pytest", "hypothesis", "pytest-benchmark"],
-        "bench": ["matplotlib"],
-        # OR-tools CP-SAT, the comparison column of microbench/solver_families.py (not a runtime
-        # dependency: the core decides every question itself)
+        # llguidance: the third engine of microbench/jsonschemabench.py, smoke-tested in CI
+        "test": ["pytest", "hypothesis", "pytest-benchmark", "llguidance==1.9.1"],
+        "bench": ["matplotlib", "llguidance==1.9.1"],
+        # OR-tools CP-SAT (now in install_requires; the extra is kept for old install lines)
         "solver": ["ortools==9.15.6755"],
         # the architecture contract and the core's lint and types (.ci/run)
         "lint": ["import-linter", "ruff", "mypy"],

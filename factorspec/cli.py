@@ -103,6 +103,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         violations = cs.check(record)
     except RecursionError:
         return _error("the record nests too deeply to check")
+    except FactorSpecError as e:  # a limit of the record (MAX_DEPTH), named
+        return _error(f"record {args.record}: {e}")
     if not violations:
         print("valid")
         soft = cs.soft_violations(record)  # preferences not met: reported, never invalid
@@ -117,6 +119,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"  {v}")
     if len(violations) > MAX_VIOLATIONS_SHOWN:
         print(f"  ... and {len(violations) - MAX_VIOLATIONS_SHOWN} more")
+        if violations[-1].relation == "limit":  # the check stopped at MAX_VIOLATIONS: say so
+            print(f"  {violations[-1]}")
     return EXIT_INVALID
 
 

@@ -1,9 +1,24 @@
 """Errors FactorSpec raises. Each names what is at fault so a caller can show it as is."""
 from __future__ import annotations
 
+MAX_MESSAGE = 1000  # characters of one error message (a relation of 10^4 characters is not echoed whole)
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE) -> str:
+    """`text` cut in the middle to about `limit` characters: the head names what is at fault,
+    the tail usually says why (a parse error's position), so both are kept."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 6 // 10, limit * 3 // 10
+    return f"{text[:head]} ... ({len(text) - head - tail} characters elided) ... {text[-tail:]}"
+
 
 class FactorSpecError(Exception):
-    """Base class of every error FactorSpec raises on purpose."""
+    """Base class of every error FactorSpec raises on purpose. Its text is bounded in length
+    (MAX_MESSAGE); the attributes keep the full parts."""
+
+    def __str__(self) -> str:
+        return bounded(super().__str__())
 
 
 class SpecError(FactorSpecError):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import time
@@ -82,6 +83,66 @@ def meetings_spec(n: int, rooms: int, people: int, horizon: int, seed: int = 0) 
         "room": {"enum": [f"room{k}" for k in range(rooms)]}}, "required": ["start", "room"]}
     return {"type": "object", "properties": {"m": {"type": "array", "items": item, "minItems": n, "maxItems": n}},
             "required": ["m"], "x-factorspec": {"tables": {"dur": dur, "share": share}, "relations": rels}}
+
+
+def round_robin_spec(n: int) -> dict:
+    """A single round robin of n teams (n even) as a user writes it: n-1 rounds of n/2 games
+    (home < away), every team plays once per round, every pair meets once."""
+    team = {"type": "integer", "minimum": 0, "maximum": n - 1}
+    game = {"type": "object", "properties": {"home": team, "away": team}, "required": ["home", "away"]}
+    rnd = {"type": "array", "items": game, "minItems": n // 2, "maxItems": n // 2}
+    games = [f"r[{k}][{g}]" for k in range(n - 1) for g in range(n // 2)]
+    rels = [
+        {"name": "once_per_round", "expr": "forall k: all_different("
+         + ", ".join(f"r[k][{g}].home, r[k][{g}].away" for g in range(n // 2)) + ")"},
+        {"name": "every_pair_once",
+         "expr": "all_different(" + ", ".join(f"{x}.home * {n} + {x}.away" for x in games) + ")"},
+        {"name": "ordered", "expr": "forall k, g: r[k][g].home < r[k][g].away"},
+    ]
+    rounds = {"type": "array", "items": rnd, "minItems": n - 1, "maxItems": n - 1}
+    return {"type": "object", "properties": {"r": rounds}, "required": ["r"], "x-factorspec": {"relations": rels}}
+
+
+def fixtures_spec(n: int) -> dict:
+    """The round robin as a list of n(n-1)/2 fixtures (round, home, away: 3 slots each, 45 for 6
+    teams), written pairwise the way the issue's user wrote it: distinct pairs, and two fixtures
+    in one round share no team."""
+    games = n * (n - 1) // 2
+    team = {"type": "integer", "minimum": 0, "maximum": n - 1}
+    fx = {"type": "object", "properties": {"round": {"type": "integer", "minimum": 0, "maximum": n - 2},
+                                           "home": team, "away": team}, "required": ["round", "home", "away"]}
+    rels = [
+        {"name": "ordered", "expr": "forall i: g[i].home < g[i].away"},
+        {"name": "every_pair_once",
+         "expr": "forall i, j: i < j implies (g[i].home != g[j].home or g[i].away != g[j].away)"},
+        {"name": "once_per_round", "expr": "forall i, j: i < j and g[i].round == g[j].round implies "
+         "(g[i].home != g[j].home and g[i].home != g[j].away and g[i].away != g[j].home and g[i].away != g[j].away)"},
+    ]
+    return {"type": "object", "properties": {"g": {"type": "array", "items": fx, "minItems": games, "maxItems": games}},
+            "required": ["g"], "x-factorspec": {"relations": rels}}
+
+
+def invoice_spec(n: int) -> dict:
+    """An invoice of n lines (catalogue prices in cents, quantities 1-9, distinct items), subtotal,
+    8% tax rounded half up to the cent, total: the decimals are exact fixed-point."""
+    items = [f"item{k}" for k in range(n + 4)]
+    price = {it: round(1.05 + 3.37 * k % 40, 2) for k, it in enumerate(items)}
+    money = {"type": "number", "minimum": 0, "maximum": 100000, "multipleOf": 0.01}
+    qty = {"type": "integer", "minimum": 1, "maximum": 9}
+    line = {"type": "object", "properties": {"item": {"enum": items}, "qty": qty, "amount": money},
+            "required": ["item", "qty", "amount"]}
+    rels = [
+        {"name": "line_amount", "expr": "forall i: lines[i].amount == lines[i].qty * price[lines[i].item]"},
+        {"name": "one_line_per_item", "expr": "all_different(lines[*].item)"},
+        {"name": "subtotal", "expr": "subtotal == sum(lines[*].amount)"},
+        {"name": "tax", "expr": "tax == round(subtotal * 0.08, 0.01)"},
+        {"name": "total", "expr": "total == subtotal + tax"},
+        {"name": "budget", "expr": "total <= 1500"},
+    ]
+    return {"type": "object", "properties": {"lines": {"type": "array", "items": line, "minItems": n, "maxItems": n},
+                                             "subtotal": money, "tax": money, "total": money},
+            "required": ["lines", "subtotal", "tax", "total"],
+            "x-factorspec": {"tables": {"price": price}, "relations": rels}}
 
 
 def cpsat_meetings(n: int, rooms: int, people: int, horizon: int, seed: int = 0) -> tuple[Any, list]:
@@ -208,6 +269,82 @@ def walk(doc: dict, model_fn: Callable[[], tuple[Any, list]], slots: int, cands:
             "ours_budget_hits": hits[0], "cpsat_budget_hits": hits[1], "answers_agree": agree}
 
 
+BACKENDS = ("own", "cpsat", "auto")
+
+
+def walk_backends(doc: dict, slots: int, backends: tuple[str, ...] = BACKENDS, bounds: tuple[str, ...] = ()) -> dict:
+    """The same decoding walk under each solver backend (`Budget.backend`), side by side: at each
+    slot every backend's state answers the same question in turn (so load hits them alike), then
+    each takes the smallest feasible value. `bounds`: paths whose `value_bounds` is asked at the
+    root first (an invoice total's range). Per backend: p50/p99 ms, budget hits; and whether the
+    answers agreed wherever both answered."""
+    if "own" != backends[0] or len(backends) > 1:  # ortools' import (about 1 s) is no question's cost
+        from factorspec.graph.backends import cpsat
+        cpsat.available()
+    out: dict[str, Any] = {"load": [round(x, 2) for x in os.getloadavg()]}
+    cs = {be: compile_spec(doc, budget=Budget(seconds=BUDGET_S, backend=be)) for be in backends}
+    times: dict[str, list[float]] = {be: [] for be in backends}
+    cpu: dict[str, list[float]] = {be: [] for be in backends}  # this thread's CPU (CP-SAT runs on it)
+    hits = dict.fromkeys(backends, 0)
+    st: dict[str, Any] = {}
+    for be in backends:
+        t, c = time.perf_counter(), time.thread_time()
+        try:
+            st[be] = cs[be].root()
+        except BudgetExceeded:
+            hits[be] += 1
+            st[be] = None
+        times[be].append(min(time.perf_counter() - t, BUDGET_S))
+        cpu[be].append(time.thread_time() - c)
+    agree = True
+    for path in bounds:
+        got = {}
+        for be in backends:
+            if st[be] is None:
+                continue
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                got[be] = st[be].value_bounds(cs[be].var_of[path].id)
+            except BudgetExceeded:
+                hits[be] += 1
+            times[be].append(min(time.perf_counter() - t, BUDGET_S))
+            cpu[be].append(time.thread_time() - c)
+        if len(set(got.values())) > 1:
+            agree = False
+        out[f"bounds {'/'.join(map(str, path))}"] = {be: list(v) for be, v in got.items()}
+    order = {be: sorted(cs[be].var_of.values(), key=lambda v: v.order)[:slots] for be in backends}
+    for i in range(slots):
+        got = {}
+        for be in backends:
+            if st[be] is None or i >= len(order[be]):
+                continue
+            v = order[be][i]
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                got[be] = st[be].feasible_values(v.id)
+            except BudgetExceeded:
+                hits[be] += 1
+                st[be] = None
+            times[be].append(min(time.perf_counter() - t, BUDGET_S))
+            cpu[be].append(time.thread_time() - c)
+        if len({tuple(x) for x in got.values()}) > 1:
+            agree = False
+        for be, vals in got.items():
+            st[be] = st[be].assign(order[be][i].id, vals[0]) if vals else None
+
+    def pct(xs: list[float], q: float) -> float:
+        xs = sorted(xs)
+        return round(xs[min(len(xs) - 1, int(q * len(xs)))] * 1000, 2)
+
+    for be in backends:
+        out[be] = {"questions": len(times[be]), "p50_ms": pct(times[be], 0.5), "p99_ms": pct(times[be], 0.99),
+                   "max_ms": pct(times[be], 1.0), "budget_hits": hits[be],
+                   "cpu_p50_ms": pct(cpu[be], 0.5), "cpu_p99_ms": pct(cpu[be], 0.99)}
+    out["answers_agree"] = agree
+    out["load_end"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 FAMILIES = ("latin", "meetings", "sum")
 # (meetings, rooms, people, slots): the busiest person has a few slots to spare
 MEETINGS = ((8, 3, 5, 20), (12, 3, 5, 25), (16, 3, 6, 25), (24, 3, 8, 30))
@@ -217,7 +354,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="microbench/results/solver_families.json")
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of " + ", ".join(FAMILIES))
+    ap.add_argument("--backends", action="store_true",
+                    help="the backend table instead (own vs cpsat vs auto through Budget.backend, side by side): "
+                         "microbench/results/solver_backends.{json,md}")
     args = ap.parse_args()
+    if args.backends:
+        backends_main(args.families.split(",") if args.families != ",".join(FAMILIES) else list(BACKEND_FAMILIES))
+        return
     fams = args.families.split(",")
     rows = {}
     if "latin" in fams:
@@ -248,6 +391,65 @@ def main() -> None:
                   f"{r['cpsat_p50_ms']} / {r['cpsat_p99_ms']} | {r['ours_budget_hits']} / {r['cpsat_budget_hits']} | "
                   f"{r['answers_agree']} |")
     Path(args.out).with_suffix(".md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+BACKEND_FAMILIES = ("roundrobin", "meetings", "latin", "invoice", "sum")
+
+
+def backend_rows(fams: list[str]) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+
+    def run(key: str, doc: dict, slots: int, bounds: tuple = ()) -> None:
+        rows[key] = walk_backends(doc, slots, bounds=bounds)
+        print(key, json.dumps(rows[key]), flush=True)
+
+    if "roundrobin" in fams:
+        for n in (4, 6):
+            run(f"round robin {n} teams (rounds of games)", round_robin_spec(n), n * (n - 1))
+        for n in (4, 6):
+            games = n * (n - 1) // 2
+            run(f"round robin {n} teams ({games} fixtures, pairwise)", fixtures_spec(n), 3 * games)
+    if "meetings" in fams:
+        for n, rooms, people, horizon in MEETINGS:
+            run(f"meetings {n} in {rooms} rooms, {people} people, {horizon} slots",
+                meetings_spec(n, rooms, people, horizon), 2 * n)
+    if "latin" in fams:
+        for n in (5, 6):
+            run(f"latin {n}x{n}", latin_spec(n), n * n)
+    if "invoice" in fams:
+        for n in (3, 10):
+            run(f"invoice {n} lines (bounds of total, then walk)", invoice_spec(n), 3 * n + 3, bounds=(("total",),))
+    if "sum" in fams:
+        for n in (200, 500):
+            run(f"sum of {n} items", sum_spec(n), min(n, 60))
+    return rows
+
+
+def backends_main(fams: list[str]) -> None:
+    out = Path("microbench/results/solver_backends.json")
+    rows = backend_rows(fams)
+    if out.exists() and set(fams) != set(BACKEND_FAMILIES):
+        rows = {**json.loads(out.read_text()).get("rows", {}), **rows}
+    out.write_text(json.dumps({"budget_s": BUDGET_S, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                               "rows": rows}, indent=1) + "\n")
+    md = ["# Solver backends side by side: own search vs CP-SAT vs auto (portfolio)", "",
+          "`python -m microbench.solver_families --backends` (" + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+          + f"). Each question under a {BUDGET_S} s budget (`Budget(backend=...)`); a question past it is a budget hit "
+          "and enters the percentiles at the budget. Questions: the root search, `value_bounds` where named, then "
+          "`feasible_values` of each slot along one decoding walk (smallest feasible value taken), the three "
+          "backends asked in turn at each slot. Wall-clock ms on a shared 2-core machine; load average (1, 5, 15 "
+          "min) at the row's start and end beside each row.", "",
+          "Cells: wall p50 / p99 ms [CPU p50 / p99 ms of this thread, which CP-SAT's one worker runs on] "
+          "(budget hits).", "",
+          "| family | questions | own | cpsat | auto | agree | load start / end |",
+          "|---|---|---|---|---|---|---|"]
+    for k, r in rows.items():
+        cells = [f"{r[be]['p50_ms']} / {r[be]['p99_ms']} [{r[be]['cpu_p50_ms']} / {r[be]['cpu_p99_ms']}] "
+                 f"({r[be]['budget_hits']})" for be in BACKENDS]
+        md.append(f"| {k} | {r['own']['questions']} | " + " | ".join(cells)
+                  + f" | {r['answers_agree']} | {r['load'][0]} / {r['load_end'][0]} |")
+    out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

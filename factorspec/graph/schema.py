@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
+from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     eliminate,
     excluded_values,
@@ -32,6 +33,15 @@ from factorspec.graph.negation import (
     is_value_exclusion,
 )
 from factorspec.graph.objects import ObjectRules, dependency_violations
+from factorspec.graph.regex_lang import (
+    Dfa,
+    StringLang,
+    any_string_dfa,
+    compile_pattern,
+    literal_set_dfa,
+    pattern_lang,
+    product,
+)
 from factorspec.graph.relations import format_decimal
 
 EXTENSION_KEY = "x-factorspec"
@@ -68,11 +78,11 @@ MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at 
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
-               "dependentRequired", "dependencies"},
+               "dependentRequired", "dependencies", "patternProperties", "propertyNames"},
     "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
-    "string": {"minLength", "maxLength"},
+    "string": {"minLength", "maxLength", "pattern"},
     "boolean": set(),
     "null": set(),
 }
@@ -102,6 +112,8 @@ class Scalar:
     nlo_open: bool = False
     nhi: Optional[Fraction] = None
     nhi_open: bool = False
+    # kind "string" only: the regular language of `pattern` within the length bounds (regex_lang.py)
+    lang: Optional[StringLang] = None
 
     def number_within(self, v: Fraction) -> bool:
         """A free number's value inside its bounds (exactly)."""
@@ -179,6 +191,74 @@ class Obj:
     fields: list[Field]
     extra: Optional[LayoutNode] = None
     rules: Optional[ObjectRules] = None  # minProperties/maxProperties/dependentRequired, if they constrain
+    # patternProperties/propertyNames: the extra keys' language and the value schema of each key
+    # (`extra` is then one of `keys.values`, kept so code that only asks "open?" needs no change)
+    keys: Optional[KeySpace] = None
+
+    def extra_node(self, key: str) -> Optional[LayoutNode]:
+        """The value schema of an extra member with this key (None: no such member is allowed)."""
+        if self.keys is not None:
+            return self.keys.value_node(key)
+        return self.extra
+
+
+@dataclass(eq=False)
+class KeySpace:
+    """The keys an object's extra members may have under patternProperties/propertyNames, exactly:
+    `lang` is the product automaton of propertyNames and every pattern (labels: (propertyNames
+    holds, pattern 0 matches, ...)), accepting a key only where the value schema that applies (the
+    allOf of the matching patterns' schemas, else additionalProperties) admits a value. `values[i]`
+    is the value node of the keys matching exactly the patterns `sigs[i]`; `declared` the keys
+    that are never extra members (declared properties and required/dependency names)."""
+
+    lang: StringLang
+    sigs: list[frozenset[int]]
+    values: list[LayoutNode]
+    declared: frozenset[str]
+
+    def __post_init__(self) -> None:
+        self._index = {sg: i for i, sg in enumerate(self.sigs)}
+        self._declared_in = frozenset(k for k in self.declared if self.lang.matches(k))
+
+    def value_index(self, key: str) -> int:
+        lab = self.lang.dfa.labels[self.lang.dfa.run(key)]
+        assert isinstance(lab, tuple)
+        return self._index[frozenset(i for i, m in enumerate(lab[1:]) if m)]
+
+    def value_node(self, key: str) -> Optional[LayoutNode]:
+        if key in self.declared or not self.lang.matches(key):
+            return None
+        return self.values[self.value_index(key)]
+
+    def _excluded_with(self, prefix: str, excluded: frozenset) -> list[str]:
+        return [e for e in excluded if e.startswith(prefix) and (e in self._declared_in or e not in self.declared)
+                and self.lang.matches(e)]
+
+    def more_keys(self, used: frozenset) -> bool:
+        """Is some key of the language neither declared nor used (may another member start)?"""
+        taken = len(self._declared_in) + len(used - self.declared)
+        return self.lang.count(self.lang.start, 0, taken + 1) > taken
+
+    def open_after(self, q: int, n: int, prefix: str, excluded: frozenset) -> bool:
+        """After the key prefix (state q, n characters; feasible), is some allowed key left?"""
+        c = len(self._excluded_with(prefix, excluded))
+        return c == 0 or self.lang.count(q, n, c + 1) > c
+
+    def range_open(self, q: int, n: int, prefix: str, excluded: frozenset, lo: int, hi: int) -> bool:
+        """Can a character in [lo, hi] come next after the key prefix, leading to an allowed key?"""
+        ex = self._excluded_with(prefix, excluded)
+        nxt = {ord(e[len(prefix)]) for e in ex if len(e) > len(prefix)}
+        if not ex or (not nxt and all(len(e) == len(prefix) for e in ex)):
+            return self.lang.range_live(q, n, lo, hi)
+        for a, b in self.lang.live_intervals(q, n):
+            a, b = max(a, lo), min(b, hi)
+            if a <= b and b - a + 1 > sum(1 for x in nxt if a <= x <= b):
+                return True  # a character no excluded key continues with
+        for cp in sorted(x for x in nxt if lo <= x <= hi):
+            t = self.lang.step(q, n, cp)
+            if t >= 0 and self.open_after(t, self.lang.norm(n + 1), prefix + chr(cp), excluded):
+                return True
+        return False
 
 
 @dataclass
@@ -374,7 +454,12 @@ class SchemaCompiler:
             hi = _nonneg_int(s["maxLength"], ptr, "maxLength") if "maxLength" in s else None
             if hi is not None and hi < lo:
                 raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
-            return Scalar(ptr, "string", min_len=lo, max_len=hi)
+            lang = None
+            if "pattern" in keys:  # a regular language, intersected with the length bounds (regex_lang.py)
+                lang = pattern_lang(s["pattern"], f"{ptr}/pattern", lo, hi)
+                if lang.empty():
+                    raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the pattern")
+            return Scalar(ptr, "string", min_len=lo, max_len=hi, lang=lang)
         return self._numeric(s, ptr, typ)
 
     def _per_type(self, s: dict, types: list[str], ptr: str, depth: int) -> LayoutNode:
@@ -672,6 +757,8 @@ class SchemaCompiler:
         return Scalar(ptr, "enum", values=out)
 
     def _object(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
+        if "patternProperties" in keys or "propertyNames" in keys:
+            return self._patterned(s, keys, ptr, depth)
         props = s.get("properties", {})
         if not isinstance(props, dict):
             raise SpecError(f"{ptr}/properties", "properties must be an object")
@@ -722,6 +809,148 @@ class SchemaCompiler:
             raise EmptySchema(f"{ptr}/{kw}", f"no object fits: minProperties {lo}, maxProperties {hi}, the required "
                             f"properties and dependencies together admit no set of properties{closed}")
         return Obj(ptr, fields, extra, rules)
+
+    def _key_names(self, pn: Any, ptr: str, depth: int) -> tuple[Dfa, int, Optional[int]]:
+        """propertyNames as a string language: (DFA, minLength, maxLength)."""
+        if pn is True:
+            return any_string_dfa(), 0, None
+        node = self.node(pn, ptr, depth + 1)
+        if isinstance(node, Scalar) and node.kind == "any":
+            return any_string_dfa(), 0, None
+        if isinstance(node, Scalar) and node.kind == "string":
+            return (node.lang.dfa if node.lang is not None else any_string_dfa()), node.min_len, node.max_len
+        if isinstance(node, Scalar) and node.kind == "enum":
+            words = [v for v in node.values if isinstance(v, str)]
+            if not words:
+                raise EmptySchema(ptr, "no string is allowed as a property name")
+            return literal_set_dfa(words), 0, None
+        raise SpecError(ptr, "propertyNames must describe strings (pattern, minLength/maxLength, enum or const)")
+
+    def _value_of(self, schemas: list[tuple[Any, str]], ptr: str, depth: int) -> LayoutNode:
+        """The value schema where several schemas apply to one member (their allOf)."""
+        if len(schemas) == 1:
+            return self.node(schemas[0][0], schemas[0][1], depth + 1)
+        try:
+            return self.node({"allOf": [x for x, _ in schemas]}, ptr, depth + 1)
+        except EmptySchema:
+            raise
+        except SpecError as e:
+            if _resolves(self.doc, e.pointer):
+                raise
+            raise SpecError(ptr, f"{e.message} (in the allOf of the schemas that apply to one member: "
+                            f"{', '.join(p for _, p in schemas)})") from None
+
+    def _patterned(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
+        """An object with patternProperties and/or propertyNames, exactly: each member's value takes
+        the allOf of properties[key] and every pattern the key matches (additionalProperties where
+        none applies), every key must satisfy propertyNames; extra keys come from the product
+        automaton of the patterns (`KeySpace`)."""
+        props = s.get("properties", {})
+        if not isinstance(props, dict):
+            raise SpecError(f"{ptr}/properties", "properties must be an object")
+        req = s.get("required", [])
+        if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
+            raise SpecError(f"{ptr}/required", "required must be a list of strings")
+        pp = s.get("patternProperties", {})
+        if not isinstance(pp, dict):
+            raise SpecError(f"{ptr}/patternProperties", "patternProperties must be an object")
+        for kw in ("dependencies", "dependentRequired"):
+            if kw in keys:
+                raise SpecError(f"{ptr}/{kw}", f"{kw} beside patternProperties/propertyNames is not supported")
+        pats = [(p, x, f"{ptr}/patternProperties/{escape_pointer(p)}") for p, x in pp.items()]
+        dfas = [compile_pattern(p, pp_ptr) for p, _, pp_ptr in pats]
+        pn_dfa, pn_lo, pn_hi = self._key_names(s.get("propertyNames", True), f"{ptr}/propertyNames", depth)
+        names = StringLang(pn_dfa, bool, pn_lo, pn_hi, f"{ptr}/propertyNames")
+
+        def sig_of(key: str) -> frozenset[int]:
+            return frozenset(i for i, d in enumerate(dfas) if d.labels[d.run(key)] is True)
+
+        ap = s.get("additionalProperties", False)
+        explicit_closed = ap is False and "additionalProperties" in s
+        if ap is not False and not self.open_objects:
+            self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
+            ap = False
+        fields: list[Field] = []
+        for k in list(props) + [r for r in dict.fromkeys(req) if r not in props]:
+            kptr = f"{ptr}/properties/{escape_pointer(k)}" if k in props else f"{ptr}/required"
+            if not names.matches(k):
+                if k in req:
+                    raise EmptySchema(f"{ptr}/propertyNames", f"required property {k!r} breaks propertyNames: "
+                                      "no object fits")
+                self._note(kptr, "", "its name breaks propertyNames: the property is left out")
+                continue
+            parts = ([(props[k], kptr)] if k in props else []) + [(pats[i][1], pats[i][2]) for i in sorted(sig_of(k))]
+            try:
+                if parts:
+                    node = self._value_of(parts, kptr, depth)
+                elif ap is not False:
+                    node = self.node(ap, f"{ptr}/additionalProperties", depth + 1)
+                elif explicit_closed:
+                    raise EmptySchema(f"{ptr}/required", f"required property {k!r} is not in properties, matches "
+                                      "no patternProperties and additionalProperties is false: no object fits")
+                else:
+                    self._note(ptr, "required", f"required property {k!r} is not in properties: any value")
+                    node = Scalar(kptr, "any")
+            except EmptySchema as e:
+                if k in req:
+                    raise
+                self._note(kptr, "", f"admits no value ({e.message}): the property is left out")
+                continue
+            fields.append(Field(k, node, k in req))
+        # extra members: one value node per set of matching patterns that some key reaches
+        prod = product([pn_dfa] + dfas, ptr)
+        sigs: list[frozenset[int]] = []
+        values: list[LayoutNode] = []
+        for lab in dict.fromkeys(prod.labels):
+            assert isinstance(lab, tuple)
+            if not lab[0]:
+                continue
+            sg = frozenset(i for i, m in enumerate(lab[1:]) if m)
+            if sg in sigs:
+                continue
+            try:
+                if sg:
+                    node = self._value_of([(pats[i][1], pats[i][2]) for i in sorted(sg)], f"{ptr}/patternProperties",
+                                          depth)
+                elif ap is not False:
+                    node = self.node(ap, f"{ptr}/additionalProperties", depth + 1)
+                else:
+                    continue  # a key no pattern matches: additionalProperties closes it
+            except EmptySchema as e:
+                self._note(ptr, "patternProperties", f"keys matching patterns {sorted(sg)} admit no value "
+                           f"({e.message}): no such member")
+                continue
+            sigs.append(sg)
+            values.append(node)
+        allowed = frozenset(sigs)
+
+        def accepts(lab: Any) -> bool:
+            return bool(lab[0]) and frozenset(i for i, m in enumerate(lab[1:]) if m) in allowed
+
+        declared = frozenset(props) | frozenset(req)
+        space = KeySpace(StringLang(prod, accepts, pn_lo, pn_hi, ptr), sigs, values, declared) if sigs else None
+        if space is not None and not space.more_keys(frozenset()):
+            space = None
+        lo = _nonneg_int(s["minProperties"], ptr, "minProperties") if "minProperties" in keys else 0
+        hi = _nonneg_int(s["maxProperties"], ptr, "maxProperties") if "maxProperties" in keys else None
+        if hi is not None and hi < lo:
+            raise EmptySchema(f"{ptr}/maxProperties", f"maxProperties {hi} < minProperties {lo}: no object fits")
+        rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi, {},
+                            space is not None)
+        if space is None:
+            self._note(ptr, "patternProperties", "no extra member is possible: the object is closed")
+            out = Obj(ptr, fields, None)
+        else:
+            out = Obj(ptr, fields, space.values[0], keys=space)
+            if rules.constrains() and space.lang.count(space.lang.start, 0, 1 << 20) < 1 << 20:
+                raise SpecError(f"{ptr}/{'minProperties' if 'minProperties' in keys else 'maxProperties'}",
+                                "minProperties/maxProperties beside a finite set of pattern keys is not supported")
+        if not rules.constrains():
+            return out
+        if not rules.viable(0, 0, 0):
+            raise EmptySchema(f"{ptr}/minProperties", f"no object fits: minProperties {lo}, maxProperties {hi}")
+        out.rules = rules
+        return out
 
     def _dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field], extra: Optional[LayoutNode],
                       explicit_closed: bool) -> dict[str, list[str]]:
@@ -965,6 +1194,8 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
             return True
         n = _nonneg_int(arg, ptr, kw)
         return len(v) >= n if kw == "minLength" else len(v) <= n
+    if kw == "pattern":
+        return not isinstance(v, str) or pattern_lang(arg, f"{ptr}/pattern").matches(v)
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
 
 
@@ -999,7 +1230,8 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
                  for f in node.fields if f.key in value]
         if node.extra is not None:
             keys = {f.key for f in node.fields}
-            parts += [f"{json.dumps(k, ensure_ascii=False)}{style.key_sep}{canonical_text(node.extra, v, style)}"
+            parts += [f"{json.dumps(k, ensure_ascii=False)}{style.key_sep}"
+                      f"{canonical_text(node.extra_node(k) or node.extra, v, style)}"
                       for k, v in value.items() if k not in keys]
         return "{" + style.item_sep.join(parts) + "}"
     if isinstance(node, Arr):
@@ -1013,19 +1245,27 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
 
 
 def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
-    """Every way `value` breaks the template, as (path, message) pairs."""
+    """Every way `value` breaks the template, as (path, message) pairs: the first MAX_VIOLATIONS of
+    them (the walk stops there, so a record of 10^6 bad items costs what 10^4 cost)."""
     out: list[tuple[tuple, str]] = []
     if isinstance(node, Obj):
         if not isinstance(value, dict):
             return [(path, f"expected an object, got {_dump(value)}")]
         keys = {f.key for f in node.fields}
         for k in value:
+            if len(out) >= MAX_VIOLATIONS:
+                break
             if k not in keys:
-                if node.extra is None:
-                    out.append((path + (k,), "property not allowed (additionalProperties: false)"))
+                xn = node.extra_node(k)
+                if xn is None:
+                    why = "additionalProperties: false" if node.keys is None else \
+                        "patternProperties/propertyNames/additionalProperties"
+                    out.append((path + (k,), f"property not allowed ({why})"))
                 else:
-                    out += schema_violations(node.extra, value[k], path + (k,))
+                    out += schema_violations(xn, value[k], path + (k,))
         for f in node.fields:
+            if len(out) >= MAX_VIOLATIONS:
+                break
             if f.key in value:
                 out += schema_violations(f.node, value[f.key], path + (f.key,))
             elif f.required:
@@ -1033,7 +1273,7 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
         if node.rules is not None:
             out += [(path, msg) for msg in dependency_violations(node.rules, [f.key for f in node.fields], value,
                                                                  len(value))]
-        return out
+        return out[:MAX_VIOLATIONS]
     if isinstance(node, Arr):
         if not isinstance(value, list):
             return [(path, f"expected an array, got {_dump(value)}")]
@@ -1045,9 +1285,13 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
             for i, v in enumerate(value):
                 if enc(v) is None:
                     out += schema_violations(item, v, path + (i,))
+                    if len(out) >= MAX_VIOLATIONS:  # the caller says the list was cut
+                        return out[:MAX_VIOLATIONS]
             return out
         for i, v in enumerate(value):
             out += schema_violations(item, v, path + (i,))
+            if len(out) >= MAX_VIOLATIONS:
+                return out[:MAX_VIOLATIONS]
         return out
     if node.kind == "any":
         return out
@@ -1064,6 +1308,8 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
             return [(path, f"expected a string, got {_dump(value)}")]
         if len(value) < node.min_len or (node.max_len is not None and len(value) > node.max_len):
             out.append((path, f"string length {len(value)} outside [{node.min_len}, {node.max_len}]"))
+        elif node.lang is not None and not node.lang.matches(value):
+            out.append((path, f"string {_dump(value)} does not match the pattern of {node.pointer or '/'}"))
         return out
     if node.kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):

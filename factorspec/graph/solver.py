@@ -12,10 +12,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
+from factorspec.graph.backends import bounds_portfolio, check_backend, default_backend, solve_portfolio
 from factorspec.graph.domain import (
     EXPLICIT_LIMIT,
     Narrowing,
@@ -32,6 +33,8 @@ from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.registry import post_globals
 from factorspec.graph.ground import Factor
 
+SUPPORTS = True  # feasible_values by supports with a complete backend (State._supports)
+
 
 @dataclass
 class Budget:
@@ -40,6 +43,13 @@ class Budget:
     nodes: int = 200_000
     seconds: float = 30.0
     revisions: int = 2_000_000  # propagation steps per question; past it propagation just stops
+    # who searches when propagation does not decide: "own" (this module), "cpsat" (OR-tools
+    # CP-SAT, graph/backends/cpsat.py) or "auto" (own with a small budget, then CP-SAT, then own);
+    # default from $FACTORSPEC_BACKEND, else auto (own where ortools is not installed)
+    backend: str = field(default_factory=default_backend)
+
+    def __post_init__(self) -> None:
+        check_backend(self.backend)
 
 
 @dataclass
@@ -47,6 +57,7 @@ class Stats:
     searches: int = 0
     nodes: int = 0
     witness_hits: int = 0
+    backend_fallbacks: int = 0  # CP-SAT solutions of a relaxation that broke a factor
 
 
 class Problem:
@@ -89,6 +100,7 @@ class Problem:
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
         self.stats = Stats()
+        self.backend_cache: dict[str, Any] = {}  # e.g. the CP-SAT model (graph/backends), built once
         # `deadline` is set while one question (e.g. feasible_values) runs several searches: they
         # share one wall-clock budget instead of each getting a fresh one (per thread: engines
         # may draft on one thread while masking on another)
@@ -352,7 +364,7 @@ class State:
         D = problem.initial_domains()
         if not s.propagate(D):
             return None
-        sol = s.solve(D)
+        sol = solve_portfolio(s, D)
         if sol is None:
             return None
         return cls(problem, D, sol, budget)
@@ -388,7 +400,7 @@ class State:
                 if s.propagate(D2, [vid]):
                     out = State(self.problem, D2, self.witness, self.budget)
             elif s.propagate(D2, [vid]):
-                sol = s.solve(D2)
+                sol = solve_portfolio(s, D2)
                 if sol is not None:
                     out = State(self.problem, D2, sol, self.budget)
         self._memo[key] = out
@@ -406,12 +418,43 @@ class State:
         if dsize(d) > limit:
             raise BudgetExceeded(f"domain size of {self.problem.vars[vid].name}", limit, dsize(d))
         with self.problem.question(self.budget):
-            out = [k for k in dvalues(d) if self.assign(vid, k) is not None]
+            if self.budget.backend == "own" or not SUPPORTS:
+                out = [k for k in dvalues(d) if self.assign(vid, k) is not None]
+            else:
+                out = self._supports(vid, d)
         self._memo[key] = out
         return out
 
+    def _supports(self, vid: int, d: Any) -> list[int]:
+        """feasible_values by supports: ask for a record with `vid` among the values not yet
+        supported, take its value, repeat; one refutation covers every value left. Why: a
+        complete backend pays per call, and most of a walk's cost is refuting values one by one
+        (#feasible + 1 calls here instead of #values)."""
+        todo = set(dvalues(d))
+        out = []
+        while todo:
+            st = self.narrow(vid, frozenset(todo))
+            if st is None:
+                break
+            k = st.witness[vid]
+            out.append(k)
+            todo.discard(k)
+            # the state after deciding k follows st's witness (no search of its own)
+            if (vid, frozenset([k])) not in self._memo:
+                self._memo[(vid, frozenset([k]))] = st.narrow(vid, frozenset([k]))
+        return sorted(out)
+
     def value_bounds(self, vid: int) -> tuple[int, int]:
-        """Smallest and largest feasible value of var `vid` (by bisection over its domain)."""
+        """Smallest and largest feasible value of var `vid` (two CP-SAT optimisations where the
+        backend allows, else bisection over its domain)."""
+        key = ("bounds", vid)
+        if key in self._memo:
+            return self._memo[key]
+        with self.problem.question(self.budget):
+            got = bounds_portfolio(_Search(self.problem, self.budget), self.D, vid)
+        if got is not None:
+            self._memo[key] = got
+            return got
         d = self.D[vid]
         lo, hi = dmin(d), dmax(d)
         a, b = lo, hi

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsatisfiable
 from factorspec.graph.ground import Grounder, Relation, load_relations
-from factorspec.graph.limits import MAX_DEPTH, depth_of, elide, load_json
+from factorspec.graph.limits import MAX_DEPTH, MAX_VIOLATIONS, depth_of, elide, load_json
 from factorspec.graph.objects import fresh_keys, minimal_members
 from factorspec.graph.relations import from_json
 from factorspec.graph.schema import (
@@ -47,8 +47,24 @@ class Violation:
         return f"{elide(head)}: {elide(self.text, 400)}" + (f"  ({elide(vals, 800)})" if vals else "")
 
 
+def _capped(out: list[Violation]) -> list[Violation]:
+    """`out`, and when it reached MAX_VIOLATIONS a last entry saying the list stops there (a
+    record of 10^6 bad items is answered in about a second with bounded output)."""
+    if len(out) >= MAX_VIOLATIONS:
+        out.append(Violation("limit", f"the first {MAX_VIOLATIONS} violations are listed, further ones "
+                                      f"were not looked for (limit MAX_VIOLATIONS = {MAX_VIOLATIONS})", {}, {}))
+    return out
+
+
 def _show(v: Any) -> str:
     """A value as JSON, elided; a big list or object is not serialised whole to be cut."""
+    try:
+        return _show_json(v)
+    except (RecursionError, ValueError):  # nested near the interpreter's limit (or circular)
+        return f"(a {type(v).__name__} nested too deeply to show)"
+
+
+def _show_json(v: Any) -> str:
     if isinstance(v, list) and len(v) > 20:
         return elide(json.dumps([_jsonable(x) for x in v[:20]], ensure_ascii=False, default=str)[:-1]
                      + f", ... ({len(v) - 20} more items)]")
@@ -207,7 +223,8 @@ class CompiledSpec:
     def _assignment(self, g: Grounder, record: Any) -> tuple[Optional[list], list[Violation]]:
         sv = schema_violations(self.template, record)
         if sv:
-            return None, [Violation("schema", msg, {}, {path_text(p): _get(record, p)}) for p, msg in sv]
+            return None, _capped([Violation("schema", msg, {}, {path_text(p): _get(record, p)})
+                                  for p, msg in sv[:MAX_VIOLATIONS]])
         A = [v.lo for v in g.vars]
         for path, v in g.len_var_of.items():
             x = _get(record, path)
@@ -227,8 +244,13 @@ class CompiledSpec:
 
     def check(self, record: Any) -> list[Violation]:
         """Every violated relation instance (with the paths and values it involves); soft
-        relations are not among them (see `soft_violations`)."""
-        A, bad = self.assignment_of(record)
+        relations are not among them (see `soft_violations`). A record nested too deeply for the
+        recursive walk raises InputLimitError naming MAX_DEPTH (its depth is not measured first:
+        that would cost a pass over every item of every record)."""
+        try:
+            A, bad = self.assignment_of(record)
+        except RecursionError:
+            raise InputLimitError("MAX_DEPTH", MAX_DEPTH, "the record nests arrays/objects too deeply") from None
         if A is None:
             return bad
         return self._violations(self.factors, record, A)
@@ -256,7 +278,9 @@ class CompiledSpec:
             if not ok:
                 vals = {v.name: _get(record, v.path) for v in f.slots if _has(record, v.path)}
                 out.append(Violation(f.relation.name, f.relation.text, f.bindings, vals))
-        return out
+                if len(out) >= MAX_VIOLATIONS:
+                    break
+        return _capped(out)
 
     def canonical_text(self, record: Any) -> str:
         return canonical_text(self.template, record, self.style)
@@ -270,8 +294,13 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
         out = {f.key: (build(f, path + (f.key,)) if build else _minimal(f.node))
                for j, f in enumerate(node.fields) if mask >> j & 1}
         assert node.extra is not None or not n_extra
-        for k in fresh_keys({f.key for f in node.fields}, n_extra):
-            out[k] = _minimal(node.extra)  # type: ignore[arg-type]
+        if node.keys is not None:  # keys of the patterns' language (infinite: rules are refused otherwise)
+            fresh = node.keys.lang.examples(n_extra, avoid=node.keys.declared)
+            assert len(fresh) == n_extra, "no fresh keys of the pattern language"
+        else:
+            fresh = fresh_keys({f.key for f in node.fields}, n_extra)
+        for k in fresh:
+            out[k] = _minimal(node.extra_node(k))  # type: ignore[arg-type]
         return out
     if isinstance(node, Arr):
         return [_minimal(node.item) for _ in range(node.min_items)]
@@ -281,6 +310,10 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
     if s.kind == "enum":
         return s.values[0]
     if s.kind == "string":
+        if s.lang is not None:
+            ex = s.lang.example()
+            assert ex is not None  # an empty language is refused when compiled
+            return ex
         return "a" * s.min_len
     if s.kind == "number":
         return _free_number_value(s)
@@ -353,8 +386,8 @@ def unique_relations(template: LayoutNode) -> list[Relation]:
         if isinstance(node, Obj):
             for f in node.fields:
                 walk(f.node, keys + [f.key], under_array)
-            if node.extra is not None:
-                walk(node.extra, keys + ["*"], True)
+            for x in ([node.extra] if node.keys is None else node.keys.values) if node.extra is not None else []:
+                walk(x, keys + ["*"], True)
         elif isinstance(node, Arr):
             if node.unique:
                 ptr = node.pointer
@@ -391,7 +424,8 @@ def unique_relations(template: LayoutNode) -> list[Relation]:
 
 def _has_unique(node: LayoutNode) -> bool:
     if isinstance(node, Obj):
-        return any(_has_unique(f.node) for f in node.fields) or (node.extra is not None and _has_unique(node.extra))
+        extras = [] if node.extra is None else [node.extra] if node.keys is None else node.keys.values
+        return any(_has_unique(f.node) for f in node.fields) or any(_has_unique(x) for x in extras)
     if isinstance(node, Arr):
         return node.unique or _has_unique(node.item)
     return isinstance(node, Scalar) and node.kind == "union" and any(_has_unique(a) for a in node.alts)

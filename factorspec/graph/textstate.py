@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 from factorspec.graph.domain import dmax, dmin, dsize
 from factorspec.graph.objects import rule_fields
+from factorspec.graph.regex_lang import TOP, StringLang
 from factorspec.graph.relations import format_decimal
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.spec import CompiledSpec
@@ -82,7 +83,11 @@ class TextMachine:
                     node = _sub_node(node, p)
                 elif isinstance(p, tuple):  # an open object's extra member value / key
                     assert isinstance(node, Obj) and node.extra is not None
-                    node = node.extra if p == ("+",) else _ANY_STRING
+                    if len(p) == 2 and p[0] == "+":  # the value schema of a patterned key
+                        assert node.keys is not None
+                        node = node.keys.values[p[1]]
+                    else:
+                        node = node.extra if p == ("+",) else _ANY_STRING  # type: ignore[assignment]
                 elif isinstance(node, Obj):
                     node = next(f.node for f in node.fields if f.key == p)
                 else:
@@ -140,6 +145,8 @@ class TextMachine:
         if isinstance(node, Arr):
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
         if node.kind == "string":
+            if node.lang is not None:
+                return [(rest + (("R", path, node.lang.start, 0, 0, 0), ("L", b'"')), sol)]
             return [(rest + (("T", path, 0, 0, 0), ("L", b'"')), sol)]
         if node.kind == "union":
             return [(rest + (("V", path + (("|", i),)),), sol) for i in range(len(node.alts))]
@@ -161,10 +168,13 @@ class TextMachine:
         out = []
         if rules is None or n >= rules.min_props:
             out.append((rest + (("L", b"}"),), sol))
-        if rules is None or rules.max_props is None or n < rules.max_props:
+        if (rules is None or rules.max_props is None or n < rules.max_props) and \
+                (node.keys is None or node.keys.more_keys(used)):
             # the key's task is replaced by an ('E', ...) with the key added when it closes
+            key: tuple = ("X", path, 0, 0, 0, b"", used) if node.keys is None else \
+                ("K", path, node.keys.lang.start, 0, 0, 0, "", used)
             more = (("E", path, n + 1, used), ("V", path + (("+",),)), ("L", self.key_sep),
-                    ("X", path, 0, 0, 0, b"", used), ("L", (self.sep if n else b"") + b'"'))
+                    key, ("L", (self.sep if n else b"") + b'"'))
             out.append((rest + more, sol))
         return out
 
@@ -418,12 +428,40 @@ class TextMachine:
             elif self._num_viable(path, sol, np_):
                 out.append((stack[:-1] + (("S", path, np_),), sol))
             return
+        if kind == "R":
+            lang = self.node_at(top[1]).lang  # type: ignore[union-attr]
+            assert lang is not None  # an 'R' task is only started for a string with a pattern
+            nxt = regex_byte(lang, top, b)
+            if nxt is None:
+                return
+            if nxt == "end":
+                out.extend(self.expand((stack[:-1], sol)))
+            else:
+                out.append((stack[:-1] + (nxt,), sol))
+            return
         if kind == "T":
             nxt = self._string_byte(top, b)
             if nxt is None:
                 return
             if nxt == "end":
                 out.extend(self.expand((stack[:-1], sol)))
+            else:
+                out.append((stack[:-1] + (nxt,), sol))
+        elif kind == "K":
+            obj: Obj = self.node_at(top[1])  # type: ignore[assignment]
+            nxt = key_byte(obj.keys, top, b)
+            if nxt is None:
+                return
+            if nxt[0] == "end":
+                # below the key: its separator, its value (by the patterns the key matches), then
+                # the members task; record the key there
+                below = stack[:-1]
+                i = len(below) - 3
+                e = below[i]
+                assert e[0] == "E" and below[i + 1][0] == "V"
+                vpath = top[1] + (("+", obj.keys.value_index(nxt[1])),)  # type: ignore[union-attr]
+                below = below[:i] + (("E", e[1], e[2], e[3] | {nxt[1]}), ("V", vpath)) + below[i + 2:]
+                out.extend(self.expand((below, sol)))
             else:
                 out.append((stack[:-1] + (nxt,), sol))
         elif kind == "X":
@@ -520,7 +558,7 @@ class TextMachine:
             top = stack[-1]
             if top[0] == "L":
                 out.add(top[1][0])
-            elif top[0] == "X":
+            elif top[0] in ("X", "K", "R"):
                 return None
             elif top[0] == "T":
                 node: Scalar = self.node_at(top[1])  # type: ignore[assignment]
@@ -577,6 +615,116 @@ class TextMachine:
         return None
 
 
+def decode_byte(esc: int, acc: Any, b: int) -> Any:
+    """One byte of a JSON string body, decoded: ("end",) for the closing quote, ("char", cp) when a
+    character completes, ("part", esc, acc, lo, hi) inside an escape or UTF-8 sequence (lo..hi: the
+    code points it can still become), None if the byte is not JSON.
+
+    esc: 0 clean, 1 after a backslash, 10+k inside \\u with k hex digits read (acc: their value),
+    20+k inside a UTF-8 sequence with k bytes to go (acc: (bits so far, lowest, highest code
+    point): no overlong forms, nothing past U+10FFFF)."""
+    if esc == 0:
+        if b == 0x22:
+            return _END
+        if b == 0x5C:  # every escape (short or \\u) writes a BMP character
+            return ("part", 1, 0, 0, 0xFFFF)
+        if b < 0x20:
+            return None
+        if b < 0x80:
+            return ("char", b)
+        if 0xC2 <= b <= 0xDF:
+            st: tuple = (b & 0x1F, 0x80, 0x7FF)
+            k = 1
+        elif 0xE0 <= b <= 0xEF:
+            st, k = (b & 0x0F, 0x800, 0xFFFF), 2
+        elif 0xF0 <= b <= 0xF4:
+            st, k = (b & 0x07, 0x10000, TOP - 1), 3
+        else:
+            return None
+        return _utf8_part(st, k)
+    if esc == 1:
+        cp = _SHORT_ESC.get(b)
+        if cp is not None:
+            return ("char", cp)
+        return ("part", 10, 0, 0, 0xFFFF) if b == ord("u") else None
+    if esc >= 20:
+        if not 0x80 <= b <= 0xBF:
+            return None
+        v, lo, hi = acc
+        v = v << 6 | (b & 0x3F)
+        k = esc - 21
+        if k == 0:
+            return ("char", v) if lo <= v <= hi else None
+        return _utf8_part((v, lo, hi), k)
+    h = _HEXVAL.get(b)
+    if h is None:
+        return None
+    v = acc * 16 + h
+    k = esc - 10 + 1  # hex digits read
+    if k == 4:
+        return ("char", v)
+    width = 16 ** (4 - k)
+    return ("part", 10 + k, v, v * width, v * width + width - 1)
+
+
+_END = ("end",)
+
+
+def _utf8_part(st: tuple, k: int) -> Optional[tuple]:
+    v, lo, hi = st
+    a, b = max(lo, v << 6 * k), min(hi, (v << 6 * k) | ((1 << 6 * k) - 1))
+    return ("part", 20 + k, st, a, b) if a <= b else None
+
+
+def regex_byte(lang: StringLang, top: tuple, b: int) -> Any:
+    """One byte of a string body whose decoded value must be in `lang` (a pattern within length
+    bounds): the next ('R', path, q, n, esc, acc) task, "end" (the closing quote), or None.
+
+    q is the DFA state after n characters (n saturated where only minLength matters), esc/acc the
+    escape or UTF-8 state (`decode_byte`). A byte is allowed only if some code point it can still
+    become is a live next character, so no prefix is a dead end; lone surrogates are never written."""
+    _, path, q, n, esc, acc = top
+    d = decode_byte(esc, acc, b)
+    if d is None:
+        return None
+    if d[0] == "char":
+        t = lang.step(q, n, d[1])
+        return None if t < 0 else ("R", path, t, lang.norm(n + 1), 0, 0)
+    if d[0] == "end":
+        return "end" if lang.can_end(q, n) else None
+    return ("R", path, q, n, d[1], d[2]) if lang.range_live(q, n, d[3], d[4]) else None
+
+
+def key_byte(keys: Any, top: tuple, b: int) -> Any:
+    """One byte of an extra member's key in an object with patternProperties/propertyNames: the key
+    must be in the key language (`KeySpace`), neither declared nor used in this object. The
+    next ('K', path, q, n, esc, acc, key, used) task (key: the decoded prefix), ("end", key), or
+    None. A byte is allowed only if some key of the language that is not excluded still extends
+    the text (a count of completions against the excluded keys with that prefix)."""
+    _, path, q, n, esc, acc, key, used = top
+    d = decode_byte(esc, acc, b)
+    if d is None:
+        return None
+    lang = keys.lang
+    if d[0] == "end":
+        ok = lang.can_end(q, n) and key not in used and key not in keys.declared
+        return ("end", key) if ok else None
+    excluded = keys.declared | used
+    if d[0] == "char":
+        t = lang.step(q, n, d[1])
+        if t < 0:
+            return None
+        nk = key + chr(d[1])
+        n1 = lang.norm(n + 1)
+        return ("K", path, t, n1, 0, 0, nk, used) if keys.open_after(t, n1, nk, excluded) else None
+    if keys.range_open(q, n, key, excluded, d[3], d[4]):
+        return ("K", path, q, n, d[1], d[2], key, used)
+    return None
+
+
+_SHORT_ESC = {ord('"'): 0x22, ord("\\"): 0x5C, ord("/"): 0x2F, ord("b"): 8, ord("f"): 12, ord("n"): 10,
+              ord("r"): 13, ord("t"): 9}
+_HEXVAL = {ord(c): int(c, 16) for c in "0123456789abcdefABCDEF"}
 _ANY_STRING = Scalar("", "string")
 _ANY_NUMBER = Scalar("", "number")
 

@@ -18,10 +18,10 @@ Failures stay local: a malformed spec, a rejected token or a raising matcher fai
 which has its vocabulary built already, when there is one; a fresh spare then starts in the
 background), and the requests it held are re-added on the workers that are ready, each with the
 tokens it had accepted, and their part of outstanding steps is resent (same rows): they continue
-with identical masks and no step waits for a process to start. With mirror=True the spare also
-keeps a shadow of every request, and the one that takes a dead worker's place serves its
-requests from their shadows: nothing to compile again in that step. A model's vocabulary is
-built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
+with identical masks and no step waits for a process to start. With the mirror on (by default
+where the host has a core for it) the spare also keeps a shadow of every request, and the one
+that takes a dead worker's place serves its requests from their shadows: nothing to compile
+again in that step. A model's vocabulary is built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
 worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
 kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy
 with at the deadline (its progress word in the shared block says which) fails with
@@ -84,6 +84,21 @@ def _worker_entry(conn_in: Any, conn_out: Any, factory: Any) -> None:
     from factorspec.workers.worker import main
 
     main(conn_in, conn_out, factory)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def mirror_fits(num_workers: int, spares: int) -> bool:
+    """Whether the mirror is free: a core for each worker, each spare and the caller. Where it
+    is not, the mirror's second copy of every request's work slows every fault-free step, and a
+    fault (rare) is cheaper paid when it happens (re-adding the dead worker's requests)."""
+    return spares > 0 and usable_cores() >= num_workers + spares + 1
 
 
 SPARE = -1  # the slot index of the warm spare until it takes a dead worker's place
@@ -171,15 +186,17 @@ class MaskWorkerPool:
     (compiled there, following its tokens) and, taking a dead worker's place, serves that
     worker's requests from them at once, with nothing to compile or replay (otherwise, or while
     the mirror is catching up, they are re-added on the ready workers). The mirror compiles every
-    spec a second time and follows every token: free where the spare has a core of its own, on a
-    one-core host it cost 25-40% of the fault-free round trip, hence off by default; mp_context: a
+    spec a second time and follows every token (accepting tokens is most of a step's work): free
+    where the spare has a core of its own, on 2 shared cores it doubled the fault-free step
+    (docs/robustness.md). Hence mirror="auto" (the default): on when this process may use a core
+    for every worker, the spares and itself (`mirror_fits`), off otherwise; mp_context: a
     multiprocessing context (default forkserver, else spawn); prebuild: a recipe with an
     `image()` (`ModelVocab`) is built once here and the workers start from that image."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
                  kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
-                 max_replays: int = 3, spares: int = 1, mirror: bool = False, prebuild: bool = True) -> None:
+                 max_replays: int = 3, spares: int = 1, mirror: bool | str = "auto", prebuild: bool = True) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:
@@ -189,7 +206,11 @@ class MaskWorkerPool:
         if spares < 0:
             raise ValueError("spares must be >= 0")
         self.num_workers, self.max_rows, self.spares = num_workers, max_rows, spares
-        self.mirror = mirror and spares > 0
+        if mirror not in (True, False, "auto"):
+            raise ValueError("mirror must be True, False or 'auto'")
+        if mirror == "auto":
+            mirror = mirror_fits(num_workers, spares)
+        self.mirror = bool(mirror) and spares > 0
         self.promoted = 0  # requests a dead worker's place-taker served from its mirror (no re-add)
         self._mirror: Optional[_Slot] = None  # the spare that mirrors every live request
         self._sent: dict[Any, list] = {}  # rid -> every token sent for it (what its mirror has seen)

@@ -227,7 +227,8 @@ def pytest_configure(config: Any) -> None:
 def _escape_in_bounded_string(tm: TextMachine, configs: Any, data: bytes) -> bool:
     """Does `data` write a backslash escape inside a string with minLength/maxLength? xgrammar's
     length-bounded string rule is `[^"\\\r\n]{lo,hi}`: no escapes at all (FactorSpec allows them, as
-    JSON does), so those tokens are a known, documented difference."""
+    JSON does), so those tokens are a known, documented difference; likewise in a string with a
+`pattern`, where FactorSpec decodes escapes before matching (as JSON Schema says)."""
     cfg = configs
     for b in data:
         if b == 0x5C:
@@ -236,6 +237,8 @@ def _escape_in_bounded_string(tm: TextMachine, configs: Any, data: bytes) -> boo
                     node = tm.node_at(stack[-1][1])
                     if node.max_len is not None or node.min_len > 0:
                         return True
+                if stack and stack[-1][0] in ("R", "K") and stack[-1][4] == 0:
+                    return True  # a pattern string: xgrammar matches its regex on the raw text, no escapes
         cfg = tm.step(cfg, b)
         if not cfg:
             return False

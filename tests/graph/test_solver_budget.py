@@ -33,7 +33,7 @@ def test_searches_of_one_question_share_its_deadline(monkeypatch: pytest.MonkeyP
     cs = compile_spec(SPEC)
     root = cs.root()
     deadlines = _spy_clock(monkeypatch, 0.05)
-    st = S.State(root.problem, root.D, root.witness, S.Budget(seconds=1.0))
+    st = S.State(root.problem, root.D, root.witness, S.Budget(seconds=1.0, backend="own"))
     vid = cs.var_of["/a"] if "/a" in cs.var_of else next(v.id for v in cs.vars if v.name.endswith("a"))
     st.feasible_values(vid)
     assert len(deadlines) >= 5  # one search per candidate value (the witness's one included)
@@ -46,7 +46,7 @@ def test_many_short_searches_still_hit_the_question_budget(monkeypatch: pytest.M
     cs = compile_spec(SPEC)
     root = cs.root()
     _spy_clock(monkeypatch, 0.3)
-    st = S.State(root.problem, root.D, root.witness, S.Budget(seconds=1.0))
+    st = S.State(root.problem, root.D, root.witness, S.Budget(seconds=1.0, backend="own"))
     vid = cs.var_of["/a"] if "/a" in cs.var_of else next(v.id for v in cs.vars if v.name.endswith("a"))
     with pytest.raises(BudgetExceeded):
         st.feasible_values(vid)
@@ -57,6 +57,6 @@ def test_question_scope_is_released_after_a_budget_error(monkeypatch: pytest.Mon
     root = cs.root()
     p = root.problem
     with pytest.raises(BudgetExceeded):
-        with p.question(S.Budget(seconds=1.0)):
+        with p.question(S.Budget(seconds=1.0, backend="own")):
             raise BudgetExceeded("seconds", 1.0, 2.0)
     assert getattr(p._question, "deadline", None) is None

@@ -171,6 +171,38 @@ def test_packed_verify_forward_runs_only_real_nodes(smol_backend):
     assert recorded and recorded[0][2] == qo
 
 
+def test_packed_verify_reused_logits_rows_are_rewritten_each_step(smol_backend):
+    """The unpacked ``[bs * N, V]`` logits tensor is reused across steps: a step with other widths
+    (and rows SGLang edited in place) still gives exactly its own logits, zeros elsewhere."""
+    import torch
+
+    from factorspec.integrations.sglang.ngram_worker import _PackedVerifyTarget
+
+    N = 6
+
+    class Target:
+        def forward_batch_generation(self, batch, is_verify=False, **kw):
+            logits = batch.input_ids.to(torch.float32)[:, None].repeat(1, 4)
+            return SimpleNamespace(logits_output=SimpleNamespace(next_token_logits=logits, hidden_states=None))
+
+    proxy = _PackedVerifyTarget(Target(), SimpleNamespace(_record=lambda *a: None))
+    first = None
+    for step, qo in enumerate(([6, 1, 3], [2, 6, 1], [1, 1, 1])):
+        bs = len(qo)
+        ids = torch.arange(bs * N) + 100 * (step + 1)
+        batch = SimpleNamespace(input_ids=ids, out_cache_loc=torch.arange(bs * N),
+                                spec_info=SimpleNamespace(draft_token_num=N, positions=torch.arange(bs * N),
+                                                          factorspec_qo_lens=qo))
+        full = proxy.forward_batch_generation(batch, is_verify=True).logits_output.next_token_logits
+        first = full if first is None else first
+        for b in range(bs):
+            for j in range(N):
+                want = [float(100 * (step + 1) + b * N + j)] * 4 if j < qo[b] else [0.0] * 4
+                assert full[b * N + j].tolist() == want, (step, b, j)
+        full.fill_(float("-inf"))  # SGLang's grammar mask edits the logits in place
+    assert first is full  # the same tensor, rewritten
+
+
 # -- SGLang's real scheduler ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def engine_runs():

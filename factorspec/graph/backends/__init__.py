@@ -1,0 +1,126 @@
+"""Complete backends beside the project's own search, chosen per question by `Budget.backend`.
+
+  cpsat.py   the grounded factors as an OR-tools CP-SAT model (a relaxation where a node has no
+             exact translation); its answers are exact: INFEASIBLE on a relaxation proves
+             infeasibility, and a solution counts only once every factor holds on it exactly
+  portfolio  (`solve_portfolio` below) `own`, `cpsat` or `auto`: the own search with a small
+             budget first, then CP-SAT, then the own search again with what is left
+
+`ortools` is imported lazily, inside cpsat.py's functions: the core imports without it, and
+`auto` is `own` where it is absent.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional
+
+from factorspec.errors import BudgetExceeded, SpecError
+
+if TYPE_CHECKING:
+    from factorspec.graph.solver import _Search
+
+BACKENDS = ("own", "cpsat", "auto")
+ENV = "FACTORSPEC_BACKEND"
+# auto: the own search first, within this many nodes and this share of the question's time
+# (most questions along a walk are witness hits or a few nodes; CP-SAT's model costs more)
+AUTO_NODES = 400
+AUTO_SHARE = 0.05
+AUTO_MAX_SECONDS = 0.05
+AUTO_GIVE_UP = 3
+# auto on a trip: CP-SAT gets this share of what is then left; the own search the rest (the shape
+# its propagators know well may be found by it where CP-SAT runs out of time)
+CPSAT_SHARE = 0.6
+
+
+def default_backend() -> str:
+    """The backend named by FACTORSPEC_BACKEND (`auto` when unset)."""
+    name = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if name not in BACKENDS:
+        raise SpecError(f"${ENV}", f"unknown solver backend {name!r}; expected one of {', '.join(BACKENDS)}")
+    return name
+
+
+def check_backend(name: str) -> str:
+    if name not in BACKENDS:
+        raise SpecError("Budget.backend", f"unknown solver backend {name!r}; expected one of {', '.join(BACKENDS)}")
+    return name
+
+
+def solve_portfolio(s: _Search, D: list) -> Optional[list]:
+    """One solution extending D (internal values), or None; exact. BudgetExceeded when the
+    question's budget ends first (a CP-SAT UNKNOWN is that, never a guess).
+
+    auto: the own search first with a small budget (most questions along a walk take it a few
+    nodes), then CP-SAT. Once the own search has missed its small budget `AUTO_GIVE_UP` times on
+    this problem while CP-SAT answered, later questions go to CP-SAT directly. Where the problem
+    has a propagator the own search is built around (a trip's `DistinctSequence`), CP-SAT gets
+    `CPSAT_SHARE` of the time and the own search the rest; elsewhere CP-SAT gets all of it."""
+    from factorspec.graph import solver as S
+    from factorspec.graph.backends import cpsat
+
+    mode = check_backend(s.budget.backend)
+    if mode == "own" or not cpsat.available():
+        return s.solve(D)
+    p = s.p
+    tally = p.backend_cache.setdefault("auto", {"own_missed": 0})
+    if mode == "auto" and tally["own_missed"] < AUTO_GIVE_UP:
+        left = s.deadline - time.monotonic()
+        small = replace(s.budget, nodes=min(AUTO_NODES, s.budget.nodes),
+                        seconds=max(0.0, min(AUTO_MAX_SECONDS, AUTO_SHARE * left)))
+        try:
+            return S._Search(p, small).solve(D)
+        except BudgetExceeded:
+            tally["own_missed"] += 1
+    model = cpsat.model_of(p)
+    if model is None:  # some variable is not representable (e.g. a domain past int64)
+        return s.solve(D)
+    left = s.deadline - time.monotonic()
+    if left <= 0:
+        raise BudgetExceeded("seconds", s.budget.seconds, round(s.budget.seconds - left, 3))
+    own_first = mode == "auto" and any(type(g).__name__ == "DistinctSequence" for g in p.globals)
+    share = left * (CPSAT_SHARE if own_first else 1.0)
+    try:
+        found, sol = model.solve(D, share, s.budget.seconds)
+    except BudgetExceeded:
+        if not own_first:
+            raise
+        return s.solve(D)  # the rest of the question's time, by the own search
+    if not found:
+        return None  # INFEASIBLE of a relaxation: no record extends D
+    if sol is not None and cpsat.holds(p, sol):
+        return sol
+    # the relaxation's solution breaks a factor that has no exact translation: undecided
+    p.stats.backend_fallbacks += 1
+    tally["own_missed"] = 0  # the own search decides such problems: give it its small budget again
+    return s.solve(D)
+
+
+def bounds_portfolio(s: _Search, D: list, vid: int) -> Optional[tuple[int, int]]:
+    """(least, greatest) feasible value of var `vid` over D by two CP-SAT optimisations, or None
+    when CP-SAT cannot say exactly (no ortools, a relaxed optimum that breaks a factor): then the
+    caller bisects. Exact: an optimum of the relaxation that satisfies every factor is a record,
+    and no record lies beyond a relaxation's optimum. D must admit a record."""
+    from factorspec.graph.backends import cpsat
+
+    if check_backend(s.budget.backend) == "own" or not cpsat.available():
+        return None
+    model = cpsat.model_of(s.p)
+    if model is None:
+        return None
+    out = []
+    for maximise in (False, True):
+        left = s.deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetExceeded("seconds", s.budget.seconds, round(s.budget.seconds - left, 3))
+        try:
+            found, sol = model.solve(D, left, s.budget.seconds, objective=(vid, maximise))
+        except BudgetExceeded:
+            if s.budget.backend == "cpsat":
+                raise
+            return None
+        if not found or sol is None or not cpsat.holds(s.p, sol):
+            return None
+        out.append(sol[vid])
+    return out[0], out[1]
