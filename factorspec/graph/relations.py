@@ -45,11 +45,11 @@ def _lex(text: str) -> list[tuple[str, Any]]:
             rest = text[pos:].lstrip()
             for bad, hint in _HINTS:
                 if rest.startswith(bad):
-                    raise ValueError(f"{bad!r} at offset {len(text) - len(rest)} is not in the language: {hint}")
+                    raise ValueError(f"{bad!r} is not in the language ({hint}) at offset {len(text) - len(rest)}")
             raise ValueError(f"unexpected character {text[pos:pos + 10]!r} at offset {pos}")
         if m.group("op") == "*" and text.startswith("*", m.end()):
-            raise ValueError(f"'**' at offset {m.start('op')} is not in the language: there is no power; "
-                             "write a product (x * x)")
+            raise ValueError(f"'**' is not in the language (there is no power: write a product, x * x) "
+                             f"at offset {m.start('op')}")
         pos = m.end()
         if m.group("num") is not None:
             s = m.group("num")
