@@ -599,7 +599,8 @@ class Grounder:
                         return Ref((nm,), f.node)
                 if self.template.extra is not None:
                     raise self.err(_open_member_message(self.template, nm, nm, to_text(ast)))
-            raise self.err(f"unknown name {nm!r} (not a top-level property, table or index variable)")
+            raise self.err(f"unknown name {nm!r} (an index variable is bound by 'forall {nm}: ...' or a generator "
+                           f"'... for {nm}'; this is not a top-level property, table or index variable)")
         op = ast["op"]
         args = ast.get("args", [])
         if op == "attr":
@@ -635,6 +636,7 @@ class Grounder:
             kinds = {a.kind, b.kind}
             if op in ("==", "!="):
                 self._check_null(a, b, args, ast)
+                self._check_literal(a, b, args, ast)
             if op not in ("==", "!=") and kinds == {"sym"}:
                 return _fold(E.Cmp(op, *self._string_ranks(a, b, ast)))
             if op not in ("==", "!=") and not kinds <= {"num"}:
@@ -703,6 +705,14 @@ class Grounder:
                            f"({base.node.pointer or '/'}) may be any JSON value, so relations cannot name its "
                            f"fields (in {to_text(ast)})")
         if not isinstance(base, Ref) or not isinstance(base.node, Obj):
+            if isinstance(base, Ref) and isinstance(base.node, Arr):
+                raise self.err(f"'.{name}' applied to {path_text(base.path)}, which is an array, not an object: "
+                               f"take an item "
+                               f"({to_text(ast['args'][0])}[i].{name}) or every item ({to_text(ast['args'][0])}[*]."
+                               f"{name}) (in {to_text(ast)})")
+            if isinstance(base, Ref) and isinstance(base.node, Scalar):
+                raise self.err(f"'.{name}' applied to {path_text(base.path)}, which is a single value, not an "
+                               f"object (in {to_text(ast)})")
             raise self.err(f"'.{name}' applied to something that is not an object (in {to_text(ast)})")
         for f in base.node.fields:
             if f.key == name:
@@ -792,7 +802,27 @@ class Grounder:
             if key.v not in t.data:
                 raise self.err(f"key {key.v!r} is not in table {t.name!r}")
             return E.Const(t.data[key.v])
+        self._check_keys(t, key, ast)
         return E.Lookup(t.data, _set_safe(key), kind)
+
+    def _check_keys(self, t: TableRef, key: E.Node, ast: dict) -> None:
+        """A field none of whose values is a key of the table: every lookup would have no value."""
+        if not isinstance(key, E.VarRef):
+            return
+        if key.var.values is None:  # a bounded number; JSON object keys are strings
+            if key.kind == "num" and t.data and all(isinstance(k, str) for k in t.data):
+                raise self.err(f"{key.var.name} is a number and table {t.name!r} is an object (its keys are "
+                               f"strings), so {to_text(ast)} never has a value; a list table is indexed by "
+                               f"position")
+            return
+        try:
+            if any(v in t.data for v in key.var.values):
+                return
+        except TypeError:
+            return
+        keys = ", ".join(json.dumps(k) for k in list(t.data)[:8]) + (", ..." if len(t.data) > 8 else "")
+        raise self.err(f"no value of {key.var.name} is a key of table {t.name!r} (its keys: {keys}), so "
+                       f"{to_text(ast)} never has a value")
 
     def _table_position(self, t: TableRef, key: E.Node, ast: dict) -> Any:
         """t[k] on a list table: the k-th value (a table of scalars) or the k-th row (a table of
@@ -929,6 +959,27 @@ class Grounder:
         if isinstance(c, E.Const):
             return a if c.v else b
         return E.If(c, a, b)
+
+    def _check_literal(self, a: E.Node, b: E.Node, args: list, ast: dict) -> None:
+        """`s == "X"` with a literal that the enum field can never take (a typo, or a number
+        against strings): always false (or, with !=, always true), so an error names it."""
+        for x, lit in ((a, args[1]), (b, args[0])):
+            if not isinstance(x, E.VarRef) or x.var.kind == "bool":
+                continue
+            if "const" not in lit or isinstance(lit["const"], bool) or lit["const"] is None:
+                continue
+            c = lit["const"]
+            if x.var.values is None:  # a bounded number: only a string literal can never match
+                if isinstance(c, str):
+                    raise self.err(f"{x.var.name} is a number, so '{to_text(ast)}' compares it with a string "
+                                   f"and is always {'false' if ast['op'] == '==' else 'true'}")
+                continue
+            vals = x.var.values
+            if any(v == c and type(v) is not bool for v in vals):
+                continue
+            shown = ", ".join(json.dumps(v, default=str) for v in vals[:8]) + (", ..." if len(vals) > 8 else "")
+            raise self.err(f"{x.var.name} can never be {json.dumps(c, default=str)} (its values: {shown}), so "
+                           f"'{to_text(ast)}' is always {'false' if ast['op'] == '==' else 'true'}")
 
     def _check_null(self, a: E.Node, b: E.Node, args: list, ast: dict) -> None:
         """`field == null` on a field that can never be null is a mistake for has(field)."""
@@ -1086,7 +1137,9 @@ class Grounder:
         if func in ("abs", "round"):
             want = 1 if func == "abs" else 2
             if len(args) != want:
-                raise self.err(f"{func}() takes {want} argument(s)")
+                raise self.err(f"{func}() takes {want} argument(s)" + (
+                    ": round(x, q) rounds to a multiple of q, half up (round(x, 1) for a whole number)"
+                    if func == "round" else ""))
             x = self.numeric(self.expr(args[0], env, guards), args[0])
             if func == "abs":
                 return _fold(E.Unary("abs", x))

@@ -121,6 +121,16 @@ BAD = [
     ("all(xs[i] for i)", "takes conditions"),
     ("forall i in 0..len(vs) + 1: vs[i] > 0", "depends on the length of a variable-length array"),
     ("a == nested", "is a table, not a value"),
+    # mistakes that would compile to an always-false relation, or a misleading message
+    ("s == \"X\"", "s can never be \"X\" (its values: \"x\", \"y\"), so 's == \"X\"' is always false"),
+    ("s != 1", "is always true"),
+    ("a == \"x\"", "a is a number, so 'a == \"x\"' compares it with a string"),
+    ("words[a] == 1", "table 'words' is an object (its keys are strings)"),
+    ("words[xs[0]] == 1", "is a number and table 'words'"),
+    ("vs.x == 1", "'.x' applied to vs, which is an array, not an object: take an item (vs[i].x)"),
+    ("a.x == 1", "'.x' applied to a, which is a single value, not an object"),
+    ("xs[i] == 1", "an index variable is bound by 'forall i: ...'"),
+    ("round(a) == 1", "round(x, 1) for a whole number"),
 ]
 
 
@@ -128,7 +138,8 @@ BAD = [
 def test_unsupported_forms_say_what_is_wrong(text: str, fragment: str) -> None:
     props = {"a": I(0, 3), "big": I(0, 100000), "s": S("x", "y"), "xs": arr(I(0, 1), 2, 2),
              "vs": arr(I(0, 1), 1, 2)}
-    doc = spec(props, ["a >= 0", {"name": "bad", "expr": text}], {"nested": [{"a": 1}, {"a": 2}]})
+    doc = spec(props, ["a >= 0", {"name": "bad", "expr": text}], {"nested": [{"a": 1}, {"a": 2}],
+                                                                 "words": {"x": 1, "y": 2}})
     with pytest.raises(RelationError) as ei:
         compile_spec(doc)
     assert ei.value.relation == "bad" and fragment in str(ei.value), str(ei.value)
