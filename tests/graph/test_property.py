@@ -118,11 +118,13 @@ class RelGen:
         if self.nums:
             opts += ["slot", "slot"]
         if self.arrs:
-            opts += ["elem", "len", "sum", "count", "sumif", "minmax", "lastfirst"]
+            opts += ["elem", "len", "sum", "count", "sumif", "minmax", "lastfirst", "itemsum"]
         if self.syms:
             opts += ["lookup"]
         if depth > 0:
             opts += ["arith", "arith", "abs", "divmod", "round"]
+        if depth > 0 and self.nums:
+            opts += ["divfield"]
         k = self.pick(opts)
         if k == "const":
             return str(self.draw(st.integers(-2, 3)))
@@ -138,6 +140,8 @@ class RelGen:
             return f"abs({self.num(depth - 1)})"
         if k == "divmod":
             return f"({self.num(depth - 1)} {self.pick(['//', '%'])} {self.pick(['2', '3', '-2'])})"
+        if k == "divfield":  # // and % by a field (a divisor of 0 has no value)
+            return f"({self.num(depth - 1)} {self.pick(['//', '%'])} {self.pick(self.nums).name})"
         if k == "round":
             return f"round({self.num(depth - 1)}, {self.pick(['1', '2', '0.5'])})"
         a = self.pick(self.arrs)
@@ -154,6 +158,9 @@ class RelGen:
         if k == "sumif":
             i = self.fresh()
             return f"sum({self.item(a, i)} for {i} if {self.item(a, i)} != {self.draw(st.integers(0, 2))})"
+        if k == "itemsum":  # Python's reading: x is each item
+            x = self.fresh()
+            return f"sum({x}{'.v' if a.item_kind == 'obj' else ''} for {x} in {a.name})"
         if k == "minmax":
             return f"{self.pick(['min', 'max'])}({a.name}[*]{'.v' if a.item_kind == 'obj' else ''})"
         return f"{self.pick(['first', 'last'])}({a.name})" + (".v" if a.item_kind == "obj" else "")
@@ -165,7 +172,9 @@ class RelGen:
         if self.bools:
             opts += ["bool"]
         if self.arrs:
-            opts += ["alldiff", "quant"]
+            opts += ["alldiff", "quant", "member", "allany"]
+        if self.nums:
+            opts += ["chain"]
         if len(self.nums) >= 2:
             opts += ["alldiff_args"]
         if depth > 0:
@@ -188,6 +197,16 @@ class RelGen:
         if k == "bool":
             b = self.pick(self.bools).name
             return self.pick([b, f"not {b}", f"{b} == true", f"{b} != false"])
+        if k == "member":
+            a = self.pick(self.arrs)
+            return f"{self.num(0)} {self.pick(['in', 'not in'])} {a.name}[*]{'.v' if a.item_kind == 'obj' else ''}"
+        if k == "allany":
+            a = self.pick(self.arrs)
+            x = self.fresh()
+            return (f"{self.pick(['all', 'any'])}({x}{'.v' if a.item_kind == 'obj' else ''} "
+                    f"{self.pick(['>', '<=', '!='])} {self.draw(st.integers(0, 2))} for {x} in {a.name})")
+        if k == "chain":
+            return f"{self.draw(st.integers(-2, 1))} <= {self.pick(self.nums).name} < {self.draw(st.integers(0, 3))}"
         if k == "alldiff":
             a = self.pick(self.arrs)
             return f"all_different({a.name}[*]{'.v' if a.item_kind == 'obj' else ''})"
