@@ -1129,6 +1129,11 @@ class Grounder:
                 return _fold(_sum([E.Const(1) if g is None else E.If(g, E.Const(1), E.Const(0))
                                    for g, _x in base.items]))
             if not isinstance(base, Ref) or not isinstance(base.node, Arr):
+                if func == "len" and isinstance(base, Ref) and isinstance(base.node, Scalar) \
+                        and base.node.kind in ("string", "enum"):
+                    raise self.err(f"len() of the string {path_text(base.path)} is not supported: relations "
+                                   f"compare strings as whole values (bound a free string's length with "
+                                   f"minLength/maxLength in the schema) (in {to_text(ast)})")
                 raise self.err(f"{func}() needs an array (in {to_text(ast)})")
             if func == "len":
                 lv = self.len_var(base)

@@ -131,6 +131,7 @@ BAD = [
     ("a.x == 1", "'.x' applied to a, which is a single value, not an object"),
     ("xs[i] == 1", "an index variable is bound by 'forall i: ...'"),
     ("round(a) == 1", "round(x, 1) for a whole number"),
+    ("len(s) <= 1", "len() of the string s is not supported"),
 ]
 
 
