@@ -891,6 +891,27 @@ def all_patterns_lang(patterns: Sequence[str], ptr: str, min_len: int = 0,
     return StringLang(product(dfas, ptr), _all_true, min_len, max_len, ptr)
 
 
+def regular_lang(patterns: Sequence[str], excluded: Sequence[str], ptr: str, min_len: int = 0,
+                 max_len: Optional[int] = None) -> StringLang:
+    """Strings in which every pattern of `patterns` finds a match and none of `excluded` does (an
+    allOf of patterns and negated patterns, from graph/negation.py): the product automaton."""
+    dfas = [compile_pattern(p, f"{ptr}/pattern") for p in list(patterns) + list(excluded)]
+    n = len(patterns)
+    if not dfas:
+        return StringLang(any_string_dfa(), bool, min_len, max_len, ptr)
+    if len(dfas) == 1:
+        return StringLang(dfas[0], bool if n else _negated, min_len, max_len, ptr)
+
+    def accepts(label: Hashable) -> bool:
+        assert isinstance(label, tuple)
+        return all(label[:n]) and not any(label[n:])
+    return StringLang(product(dfas, f"{ptr}/pattern"), accepts, min_len, max_len, ptr)
+
+
+def _negated(label: Hashable) -> bool:
+    return not label
+
+
 def _all_true(label: Hashable) -> bool:
     assert isinstance(label, tuple)
     return all(label)

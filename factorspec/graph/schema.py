@@ -26,6 +26,7 @@ from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
+    REGULAR,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -41,6 +42,7 @@ from factorspec.graph.regex_lang import (
     literal_set_dfa,
     pattern_lang,
     product,
+    regular_lang,
 )
 from factorspec.graph.relations import format_decimal
 
@@ -62,6 +64,7 @@ VALIDATION_KEYWORDS = {
     "properties", "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
     "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "$ref",
     "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
+    REGULAR,  # internal (negation.py, all_of.py): patterns that must and must not match
 }
 # keywords that only constrain instances of one JSON type (a no-op on the others)
 _TYPE_SPECIFIC = {
@@ -70,7 +73,7 @@ _TYPE_SPECIFIC = {
                "unevaluatedProperties"},
     "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
               "minContains", "maxContains", "unevaluatedItems"},
-    "string": {"minLength", "maxLength", "pattern"},
+    "string": {"minLength", "maxLength", "pattern", REGULAR},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
@@ -82,7 +85,7 @@ _TYPE_KEYWORDS = {
     "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
-    "string": {"minLength", "maxLength", "pattern"},
+    "string": {"minLength", "maxLength", "pattern", REGULAR},
     "boolean": set(),
     "null": set(),
 }
@@ -455,7 +458,13 @@ class SchemaCompiler:
             if hi is not None and hi < lo:
                 raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             lang = None
-            if "pattern" in keys:  # a regular language, intersected with the length bounds (regex_lang.py)
+            if REGULAR in keys:  # several patterns, some negated: their product (regex_lang.py)
+                pos, neg = _regular_of(s)
+                lang = regular_lang(pos, neg, ptr, lo, hi)
+                if lang.empty():
+                    raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the patterns "
+                                      "(and none of the excluded ones)")
+            elif "pattern" in keys:  # a regular language, intersected with the length bounds (regex_lang.py)
                 lang = pattern_lang(s["pattern"], f"{ptr}/pattern", lo, hi)
                 if lang.empty():
                     raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the pattern")
@@ -1196,7 +1205,16 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
         return len(v) >= n if kw == "minLength" else len(v) <= n
     if kw == "pattern":
         return not isinstance(v, str) or pattern_lang(arg, f"{ptr}/pattern").matches(v)
+    if kw == REGULAR:
+        pos, neg = _regular_of({REGULAR: arg})
+        return not isinstance(v, str) or regular_lang(pos, neg, ptr).matches(v)
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
+
+
+def _regular_of(s: dict) -> tuple[list[str], list[str]]:
+    r = s[REGULAR]
+    pos = ([s["pattern"]] if isinstance(s.get("pattern"), str) else []) + list(r.get("all", []))
+    return list(dict.fromkeys(pos)), list(dict.fromkeys(r.get("none", [])))
 
 
 def compile_schema(doc: dict, open_objects: bool = True) -> LayoutNode:
