@@ -580,6 +580,11 @@ def literal_set_dfa(words: Sequence[str]) -> Dfa:
     return compile_pattern(f"^(?:{pat})$", "")
 
 
+def literal_pattern(words: Sequence[str]) -> str:
+    """A pattern matching exactly the strings `words` (anchored, every character escaped)."""
+    return "^(?:" + "|".join("(?:" + "".join(_quote(ch) for ch in w) + ")" for w in words) + ")$"
+
+
 def _quote(ch: str) -> str:
     cp = ord(ch)
     return f"\\u{cp:04x}" if cp <= 0xFFFF else ch

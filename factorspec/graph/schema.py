@@ -40,6 +40,7 @@ from factorspec.graph.regex_lang import (
     any_string_dfa,
     compile_pattern,
     literal_set_dfa,
+    literal_pattern,
     pattern_lang,
     product,
     regular_lang,
@@ -396,8 +397,17 @@ class SchemaCompiler:
                 self._ref_stack.pop()
         if keys & {"not", "if", "then", "else"} and has_conditionals({k: s[k] for k in keys}):
             # not / if-then-else pushed into positive allOf members (graph/negation.py)
-            self._note(ptr, "not" if "not" in keys else "if", "rewritten into positive keywords")
-            return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr, depth + 1)
+            kw = "not" if "not" in keys else "if"
+            self._note(ptr, kw, "rewritten into positive keywords")
+            try:
+                return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr,
+                                 depth + 1)
+            except SpecError as e:
+                if _resolves(self.doc, e.pointer):
+                    raise
+                cls = EmptySchema if isinstance(e, EmptySchema) else SpecError
+                raise cls(f"{ptr}/{kw}", f"{e.message} (at {e.pointer or '/'} of the positive rewrite of "
+                          f"'{kw}')") from None
         if "allOf" in keys:
             return self._all_of(s, ptr, depth)
         for k in ("$dynamicRef", "$recursiveRef"):
@@ -420,6 +430,12 @@ class SchemaCompiler:
             ts = types if types is not None else [typ] if isinstance(typ, str) else None
             if ts is not None and len(ts) > 1 and not all(t in finite for t in ts):
                 return self._per_type(s, ts, ptr, depth)
+            if ts == ["string"]:  # excluded strings: a negated literal pattern (regex_lang.py)
+                words = [w for w in excluded_values(s["not"]) if isinstance(w, str)]
+                r = dict(s.get(REGULAR, {"all": [], "none": []}))
+                r["none"] = list(r.get("none", [])) + ([literal_pattern(words)] if words else [])
+                rest = {k: v for k, v in s.items() if k != "not"}
+                return self.node({**rest, REGULAR: r} if r["none"] or r.get("all") else rest, ptr, depth + 1)
             if ts is None or not all(t in finite for t in ts):
                 return self._excluding(s, ptr, depth)
             s = {**s, "enum": [v for t in ts for v in finite[t]]}
