@@ -190,7 +190,8 @@ def test_not_integer_leaves_the_fractional_values() -> None:
         compile_spec({"type": "integer", "minimum": 0, "maximum": 3, "not": {"type": "integer"}})
 
 
-@pytest.mark.parametrize("k", [k for k, x in enumerate(SCHEMAS) if x.get("type") == "string" or "pattern" in json.dumps(x)])
+@pytest.mark.parametrize("k", [k for k, x in enumerate(SCHEMAS)
+                               if x.get("type") == "string" or "pattern" in json.dumps(x)])
 def test_patterns_equal_the_validator_on_every_short_string(k: int) -> None:
     """Every string over a, b, c up to length 4: check == jsonschema."""
     import itertools
