@@ -21,6 +21,7 @@ from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.negation import (
+    REGULAR,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -38,7 +39,7 @@ _UPPER = ("maximum", "exclusiveMaximum")
 _MIN_COUNT = ("minLength", "minItems", "minProperties", "minContains")
 _MAX_COUNT = ("maxLength", "maxItems", "maxProperties", "maxContains")
 # keywords merged only when the members that have them agree exactly
-_EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "pattern", "unevaluatedItems",
+_EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "unevaluatedItems",
                "unevaluatedProperties", "dependentSchemas")
 _REFUSED = ("$dynamicRef", "$recursiveRef")  # not/if/then/else: rewritten first (negation.py)
 _OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required")
@@ -137,14 +138,15 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict
     _merge_numbers(members, out)
     _merge_counts(members, out)
     _merge_equal(members, out)
+    _merge_patterns(members, out)
     _merge_object(members, out, ptr)
     _merge_items(members, out)
     if any(m.get("uniqueItems") is True for m, _ in members):
         out["uniqueItems"] = True
     _merge_dependencies(members, out)
-    handled = {"type", "enum", "const", "not", "multipleOf", "uniqueItems", "items", "dependentRequired",
-               "dependencies", *_LOWER, *_UPPER, *_MIN_COUNT, *_MAX_COUNT, *_EQUAL_ONLY, *_OBJECT_KEYS,
-               "maxProperties", "minProperties"}
+    handled = {"type", "enum", "const", "not", "pattern", REGULAR, "multipleOf", "uniqueItems", "items",
+               "dependentRequired", "dependencies", *_LOWER, *_UPPER, *_MIN_COUNT, *_MAX_COUNT, *_EQUAL_ONLY,
+               *_OBJECT_KEYS, "maxProperties", "minProperties"}
     for m, mptr in members:
         for k in m:
             if k in validation and k not in handled:
@@ -327,6 +329,27 @@ def _merge_equal(members: list[tuple[dict, str]], out: dict) -> None:
                 raise SpecError(f"{vptr}/{kw}", f"two different {kw!r} inside allOf cannot be merged exactly")
         if have:
             out[kw] = have[0][0]
+
+
+def _merge_patterns(members: list[tuple[dict, str]], out: dict) -> None:
+    """Patterns all apply (a product of their automata, regex_lang.py); a negated pattern (from
+    negation.py) must not match: one `pattern`, or the internal REGULAR keyword for the rest."""
+    pos: list[str] = []
+    neg: list[str] = []
+    for m, mptr in members:
+        if "pattern" in m:
+            if not isinstance(m["pattern"], str):
+                raise SpecError(f"{mptr}/pattern", "pattern must be a string")
+            pos.append(m["pattern"])
+        r = m.get(REGULAR)
+        if isinstance(r, dict):
+            pos += list(r.get("all", []))
+            neg += list(r.get("none", []))
+    pos, neg = list(dict.fromkeys(pos)), list(dict.fromkeys(neg))
+    if len(pos) == 1 and not neg:
+        out["pattern"] = pos[0]
+    elif pos or neg:
+        out[REGULAR] = {"all": pos, "none": neg}
 
 
 def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:

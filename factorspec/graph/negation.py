@@ -19,6 +19,7 @@ from typing import Any
 from factorspec.errors import EmptySchema, SpecError
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
+REGULAR = "$fsRegular"  # internal keyword: {"all": [patterns that must match], "none": [that must not]}
 MAX_NEGATION_DEPTH = 32  # negations nest through $ref chains; a cycle must end in an error
 
 _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
@@ -220,6 +221,11 @@ def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
         else:
             inside = {"type": t, _COUNT_FLIP[k]: v + 1}
         return _any([{"type": _other_types(t)}, inside])
+    if len(c) == 1 and k == "pattern":
+        if not isinstance(v, str):
+            raise SpecError(kptr, f"pattern must be a string, got {json.dumps(v)[:60]}")
+        # a regular language's complement is regular: strings the pattern does not find a match in
+        return {"anyOf": [{"type": _other_types("string")}, {"type": "string", REGULAR: {"all": [], "none": [v]}}]}
     if len(c) == 1 and k == "required":
         if not isinstance(v, list):
             raise SpecError(kptr, "required must be a list of names")

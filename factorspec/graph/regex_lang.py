@@ -580,6 +580,11 @@ def literal_set_dfa(words: Sequence[str]) -> Dfa:
     return compile_pattern(f"^(?:{pat})$", "")
 
 
+def literal_pattern(words: Sequence[str]) -> str:
+    """A pattern matching exactly the strings `words` (anchored, every character escaped)."""
+    return "^(?:" + "|".join("(?:" + "".join(_quote(ch) for ch in w) + ")" for w in words) + ")$"
+
+
 def _quote(ch: str) -> str:
     cp = ord(ch)
     return f"\\u{cp:04x}" if cp <= 0xFFFF else ch
@@ -889,6 +894,27 @@ def all_patterns_lang(patterns: Sequence[str], ptr: str, min_len: int = 0,
     if len(dfas) == 1:
         return StringLang(dfas[0], bool, min_len, max_len, ptr)
     return StringLang(product(dfas, ptr), _all_true, min_len, max_len, ptr)
+
+
+def regular_lang(patterns: Sequence[str], excluded: Sequence[str], ptr: str, min_len: int = 0,
+                 max_len: Optional[int] = None) -> StringLang:
+    """Strings in which every pattern of `patterns` finds a match and none of `excluded` does (an
+    allOf of patterns and negated patterns, from graph/negation.py): the product automaton."""
+    dfas = [compile_pattern(p, f"{ptr}/pattern") for p in list(patterns) + list(excluded)]
+    n = len(patterns)
+    if not dfas:
+        return StringLang(any_string_dfa(), bool, min_len, max_len, ptr)
+    if len(dfas) == 1:
+        return StringLang(dfas[0], bool if n else _negated, min_len, max_len, ptr)
+
+    def accepts(label: Hashable) -> bool:
+        assert isinstance(label, tuple)
+        return all(label[:n]) and not any(label[n:])
+    return StringLang(product(dfas, f"{ptr}/pattern"), accepts, min_len, max_len, ptr)
+
+
+def _negated(label: Hashable) -> bool:
+    return not label
 
 
 def _all_true(label: Hashable) -> bool:

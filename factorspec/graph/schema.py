@@ -26,6 +26,7 @@ from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
+    REGULAR,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -38,9 +39,11 @@ from factorspec.graph.regex_lang import (
     StringLang,
     any_string_dfa,
     compile_pattern,
+    literal_pattern,
     literal_set_dfa,
     pattern_lang,
     product,
+    regular_lang,
 )
 from factorspec.graph.relations import format_decimal
 
@@ -62,6 +65,7 @@ VALIDATION_KEYWORDS = {
     "properties", "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
     "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "$ref",
     "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
+    REGULAR,  # internal (negation.py, all_of.py): patterns that must and must not match
 }
 # keywords that only constrain instances of one JSON type (a no-op on the others)
 _TYPE_SPECIFIC = {
@@ -70,7 +74,7 @@ _TYPE_SPECIFIC = {
                "unevaluatedProperties"},
     "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
               "minContains", "maxContains", "unevaluatedItems"},
-    "string": {"minLength", "maxLength", "pattern"},
+    "string": {"minLength", "maxLength", "pattern", REGULAR},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
@@ -82,7 +86,7 @@ _TYPE_KEYWORDS = {
     "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
-    "string": {"minLength", "maxLength", "pattern"},
+    "string": {"minLength", "maxLength", "pattern", REGULAR},
     "boolean": set(),
     "null": set(),
 }
@@ -393,8 +397,17 @@ class SchemaCompiler:
                 self._ref_stack.pop()
         if keys & {"not", "if", "then", "else"} and has_conditionals({k: s[k] for k in keys}):
             # not / if-then-else pushed into positive allOf members (graph/negation.py)
-            self._note(ptr, "not" if "not" in keys else "if", "rewritten into positive keywords")
-            return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr, depth + 1)
+            kw = "not" if "not" in keys else "if"
+            self._note(ptr, kw, "rewritten into positive keywords")
+            try:
+                return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr,
+                                 depth + 1)
+            except SpecError as e:
+                if _resolves(self.doc, e.pointer):
+                    raise
+                cls = EmptySchema if isinstance(e, EmptySchema) else SpecError
+                raise cls(f"{ptr}/{kw}", f"{e.message} (at {e.pointer or '/'} of the positive rewrite of "
+                          f"'{kw}')") from None
         if "allOf" in keys:
             return self._all_of(s, ptr, depth)
         for k in ("$dynamicRef", "$recursiveRef"):
@@ -417,6 +430,12 @@ class SchemaCompiler:
             ts = types if types is not None else [typ] if isinstance(typ, str) else None
             if ts is not None and len(ts) > 1 and not all(t in finite for t in ts):
                 return self._per_type(s, ts, ptr, depth)
+            if ts == ["string"]:  # excluded strings: a negated literal pattern (regex_lang.py)
+                words = [w for w in excluded_values(s["not"]) if isinstance(w, str)]
+                r = dict(s.get(REGULAR, {"all": [], "none": []}))
+                r["none"] = list(r.get("none", [])) + ([literal_pattern(words)] if words else [])
+                rest = {k: v for k, v in s.items() if k != "not"}
+                return self.node({**rest, REGULAR: r} if r["none"] or r.get("all") else rest, ptr, depth + 1)
             if ts is None or not all(t in finite for t in ts):
                 return self._excluding(s, ptr, depth)
             s = {**s, "enum": [v for t in ts for v in finite[t]]}
@@ -455,7 +474,13 @@ class SchemaCompiler:
             if hi is not None and hi < lo:
                 raise EmptySchema(f"{ptr}/maxLength", f"maxLength {hi} < minLength {lo}: no string fits")
             lang = None
-            if "pattern" in keys:  # a regular language, intersected with the length bounds (regex_lang.py)
+            if REGULAR in keys:  # several patterns, some negated: their product (regex_lang.py)
+                pos, neg = _regular_of(s)
+                lang = regular_lang(pos, neg, ptr, lo, hi)
+                if lang.empty():
+                    raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the patterns "
+                                      "(and none of the excluded ones)")
+            elif "pattern" in keys:  # a regular language, intersected with the length bounds (regex_lang.py)
                 lang = pattern_lang(s["pattern"], f"{ptr}/pattern", lo, hi)
                 if lang.empty():
                     raise EmptySchema(f"{ptr}/pattern", "no string of the allowed lengths matches the pattern")
@@ -1196,7 +1221,16 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
         return len(v) >= n if kw == "minLength" else len(v) <= n
     if kw == "pattern":
         return not isinstance(v, str) or pattern_lang(arg, f"{ptr}/pattern").matches(v)
+    if kw == REGULAR:
+        pos, neg = _regular_of({REGULAR: arg})
+        return not isinstance(v, str) or regular_lang(pos, neg, ptr).matches(v)
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
+
+
+def _regular_of(s: dict) -> tuple[list[str], list[str]]:
+    r = s[REGULAR]
+    pos = ([s["pattern"]] if isinstance(s.get("pattern"), str) else []) + list(r.get("all", []))
+    return list(dict.fromkeys(pos)), list(dict.fromkeys(r.get("none", [])))
 
 
 def compile_schema(doc: dict, open_objects: bool = True) -> LayoutNode:

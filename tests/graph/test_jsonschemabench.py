@@ -150,8 +150,9 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
     as the annotation it is by default), an array without `items` (xgrammar allows only `[]`), a
     `required` name missing from `properties` (xgrammar never writes it, so its instances are
     invalid), a `number` with a bound (xgrammar's range grammar allows at most 6 fraction digits and
-    no exponent, FactorSpec any decimal within the bound). On those schemas the walk is checked by
-    the jsonschema validator alone."""
+    no exponent, FactorSpec any decimal within the bound), a `pattern` or patternProperties key
+    not anchored at both ends (xgrammar matches the whole string; JSON Schema searches, so
+    `[a-z]+` admits "1a/"). On those schemas the walk is checked by the jsonschema validator alone."""
     out: set[str] = set()
 
     def visit(x: Any) -> None:
@@ -173,6 +174,10 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
         if (t == "number" or (isinstance(t, list) and "number" in t)) and "multipleOf" not in x and any(
                 k in x for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
             out.add("bounded number")
+        pats = ([x["pattern"]] if isinstance(x.get("pattern"), str) else []) + \
+            (list(x["patternProperties"]) if isinstance(x.get("patternProperties"), dict) else [])
+        if any(not (p.startswith("^") and p.endswith("$")) for p in pats):
+            out.add("unanchored pattern")
         for y in x.values():
             visit(y)
     visit(schema)
