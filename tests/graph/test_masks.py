@@ -12,6 +12,7 @@ from factorspec.graph.masks import mask_key
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.textstate import TextMachine
 from tests.graph.test_schema_open_objects import _tiny_vocab
+from tests.graph.walks import token_definition
 
 SCHEMAS = [
     {"type": "object", "properties": {"s": {"type": "string", "minLength": 3, "maxLength": 14},
@@ -21,23 +22,6 @@ SCHEMAS = [
      "required": ["s"], "additionalProperties": False},
     {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 11}, "maxItems": 3},
 ]
-
-
-def _definition(tm: TextMachine, v, cfg) -> set[int]:
-    want = set()
-    for t, b in enumerate(v.token_bytes):
-        if t in v.stop_ids:
-            if tm.is_final(cfg):
-                want.add(t)
-            continue
-        c = cfg
-        for x in b:
-            c = tm.step(c, x)
-            if not c:
-                break
-        if c:
-            want.add(t)
-    return want
 
 
 @pytest.mark.parametrize("k", range(len(SCHEMAS)))
@@ -53,7 +37,7 @@ def test_cached_masks_under_canonical_keys_equal_the_definition(k: int) -> None:
                 break
             cfg = m.configs
             canonical += mask_key(tm, v, cfg) != cfg
-            want = _definition(tm, v, cfg)
+            want = token_definition(tm, v, cfg)
             ids = m.allowed_tokens()
             if not m.forced_tokens():
                 assert {int(t) for t in ids} == want, (SCHEMAS[k], bytes(m.text))

@@ -5,7 +5,6 @@ the member's JSON Pointer."""
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from typing import Any
 
@@ -17,6 +16,7 @@ from factorspec.graph import compile_spec
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.schema import VALIDATION_KEYWORDS, Obj
 from factorspec.graph.textstate import TextMachine
+from tests.graph.walks import byte_walks
 
 SCHEMAS: list[dict] = [
     {"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 7}, {"multipleOf": 2}]},
@@ -109,24 +109,8 @@ def test_byte_walks_never_dead_end(k: int) -> None:
     """Random byte walks over the text machine: an allowed byte or a final state everywhere, and
     every finished text a value jsonschema accepts."""
     schema = SCHEMAS[k]
-    tm = TextMachine(compile_spec(schema))
     validator = jsonschema.Draft202012Validator(schema)
-    rng = random.Random(k)
-    finished = 0
-    for _ in range(40):
-        c, text = tm.initial(), bytearray()
-        for _ in range(80):
-            allowed = [b for b in range(256) if tm.step(c, b)]
-            if tm.is_final(c) and (not allowed or rng.random() < 0.3):
-                v = json.loads(text.decode())
-                assert validator.is_valid(v), (schema, bytes(text))
-                finished += 1
-                break
-            assert allowed, f"dead end after {bytes(text)!r}"
-            pref = [b for b in allowed if chr(b) in '{}[]",: 0123abtn']
-            c = tm.step(c, b := rng.choice(pref if pref and rng.random() < 0.9 else allowed))
-            text.append(b)
-    assert finished > 0
+    assert byte_walks(TextMachine(compile_spec(schema)), validator.is_valid, random.Random(k)) > 0
 
 
 def test_the_machine_accepts_the_canonical_text_of_valid_values() -> None:

@@ -1,0 +1,48 @@
+"""Shared test helpers: random byte walks over a TextMachine, and the token definition of a mask
+(a token is allowed iff its bytes keep the text a prefix of a valid record)."""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+
+def byte_walks(tm: Any, valid: Callable[[Any], bool], rng: random.Random, walks: int = 40, steps: int = 80,
+               prefer: str = '{}[]",: 0123abtn', stop: float = 0.3) -> int:
+    """Random byte walks: an allowed byte or a final state everywhere (no dead end), every finished
+    text a value `valid` accepts. Returns how many walks finished."""
+    finished = 0
+    for _ in range(walks):
+        c, text = tm.initial(), bytearray()
+        for _ in range(steps):
+            allowed = [b for b in range(256) if tm.step(c, b)]
+            if tm.is_final(c) and (not allowed or rng.random() < stop):
+                assert valid(json.loads(text.decode())), bytes(text)
+                finished += 1
+                break
+            assert allowed, f"dead end after {bytes(text)!r}"
+            pref = [b for b in allowed if chr(b) in prefer]
+            b = rng.choice(pref if pref and rng.random() < 0.9 else allowed)
+            c = tm.step(c, b)
+            text.append(b)
+    return finished
+
+
+def token_definition(tm: Any, v: Any, cfg: Any) -> set[int]:
+    """The tokens whose bytes keep the text a prefix of a valid record from `cfg` (stop tokens iff
+    the record is complete): what every mask must equal."""
+    want = set()
+    for t, b in enumerate(v.token_bytes):
+        if t in v.stop_ids:
+            if tm.is_final(cfg):
+                want.add(t)
+            continue
+        c = cfg
+        for x in b:
+            c = tm.step(c, x)
+            if not c:
+                break
+        if c:
+            want.add(t)
+    return want
