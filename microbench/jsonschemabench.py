@@ -427,6 +427,8 @@ def run_schema(eng: Engines, rec: dict, seed: int, cap: int, compile_only: bool,
     r["wider"] = j["wider"]
     if "text" in j:
         r["joint"]["invalid"] = soundness(schema, j["text"])
+        if r["joint"]["invalid"]:
+            r["joint"]["text"] = j["text"][:300].decode("utf-8", "replace")
     r["own"] = {}
     for k, h in handles.items():
         try:
@@ -488,6 +490,9 @@ def summarize(results: list[dict], engines: Sequence[str] = ENGINES) -> dict:
                                      for k in engines},
             "wider_steps_all_compile": {k: sum(r["wider"].get(k, 0) for r in both) for k in engines},
             "joint_invalid_all_compile": sum(1 for r in both if r["joint"].get("invalid")),
+            "joint_invalid_examples": [{"id": r["id"], "why": r["joint"]["invalid"][:200],
+                                        "text": r["joint"].get("text", "")[:200]}
+                                       for r in walked if r["joint"].get("invalid")][:8],
         }
         per: dict = {}
         for k in engines:
@@ -594,7 +599,7 @@ def to_markdown(res: dict) -> str:
           + (f" on a seeded sample of {a['walk_sample']:,}" if a.get("walk_sample") else "")) + "."
          + ("" if res.get("complete", True) else " **Partial: run still in progress or stopped.**"), "",
          "## Compiled schemas per subset", "",
-         "| subset | schemas | " + " | ".join(E) + " | all three |",
+         "| subset | schemas | " + " | ".join(E) + " | all run |",
          "|---|---:|" + "---:|" * len(E) + "---:|"]
     for sub, row in s["by_subset"].items():
         L.append(f"| {sub} | {row['schemas']:,} | " + " | ".join(f"{row[k]:,}" for k in E) + f" | {row['all']:,} |")
@@ -636,6 +641,10 @@ def to_markdown(res: dict) -> str:
                 L.append(_row(k, setname, o["walks"], o["finished"], f"**{o['soundness_errors']}**", o["not_utf8"],
                               o["dead_ends"], o["rejects"], o["cap"], o["timeouts"], o["crashes"],
                               o["validator_failed"]))
+        if w.get("joint_invalid_examples"):
+            L += ["", "Finished joint-walk records (accepted by every engine that compiled the schema) that the "
+                      "validator rejects:", ""]
+            L += [f"- `{e['id']}`: {e['why'][:160]} - `{e['text'][:120]}`" for e in w["joint_invalid_examples"]]
         ex = [(k, e) for k in E for e in s["soundness_examples"][k]]
         if ex:
             L += ["", "Soundness error examples (first per engine):", ""]

@@ -9,9 +9,11 @@ coverage regression (a schema that starts compiling is welcome, and checked like
 Each compiled schema gets a seeded random token walk on Qwen's tokenizer: for the first
 XGRAMMAR_STEPS tokens FactorSpec's mask must be a subset of xgrammar's (documented exceptions
 only: `xgrammar_exceptions`, and escapes inside length-bounded strings), after that FactorSpec
-walks alone with a stronger bias to structural tokens until the record ends. No mask may be empty
-(no dead end); every finished record must pass `cs.check` and the `jsonschema` validator; and at
-least MIN_FINISHED_SHARE of the walks must finish, so the validator really sees records.
+walks alone with a stronger bias to structural tokens until the record ends. A second walk,
+FactorSpec alone, takes one of the longest allowed tokens at half of its steps, so strings reach
+their maxLength and numbers get long (where an off-by-one bound shows; random walks rarely get
+there). No mask may be empty (no dead end); every finished record must pass `cs.check` and the
+`jsonschema` validator; and most walks must finish, so the validator really sees records.
 
 The side-by-side benchmark against xgrammar and llguidance (compile share, compile and mask time,
 soundness of all three) is `python -m microbench jsonschemabench` (microbench/jsonschemabench.py).
@@ -28,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from factorspec.data import shared_data_path
@@ -46,6 +49,7 @@ XGRAMMAR_STEPS = 120  # walk steps compared with xgrammar's mask
 FINISH_CAP = 600  # total step cap of a walk
 MIN_FINISHED_SHARE = 0.9
 SECONDS_PER_SCHEMA = 60.0  # wall-clock guard (SIGALRM) against hangs, each of compile and walk
+EDGE_CAP = 300  # step cap of the longest-token walk
 STEP_CAP = XGRAMMAR_STEPS  # (name kept for callers)
 
 # Compiled on main at 3547706 (221 of the sample); keep sorted, add ids as coverage grows.
@@ -192,9 +196,26 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
-def walk(cs: Any, tm: TextMachine, v: Any, compiled: Any, seed: int, cap: int, xgr_steps: int) -> dict:
+_LENS: dict[int, np.ndarray] = {}
+
+
+def _longest(rng: random.Random, v: Any, ids: np.ndarray) -> int:
+    """One of the longest allowed tokens: fills strings up to their maxLength, writes long numbers
+    (the edges where a bound is off by one)."""
+    lens = _LENS.get(id(v))
+    if lens is None:
+        pad = [0] * (v.vocab_size - len(v.token_bytes))
+        lens = _LENS[id(v)] = np.array([len(b) for b in v.token_bytes] + pad)
+    ln = lens[ids]
+    top = ids[ln == ln.max()]
+    return int(top[rng.randrange(len(top))])
+
+
+def walk(cs: Any, tm: TextMachine, v: Any, compiled: Any, seed: int, cap: int, xgr_steps: int,
+         longest: float = 0.0) -> dict:
     """One seeded random token walk over FactorSpec's mask: compared with xgrammar's mask for the
-    first `xgr_steps` steps (when `compiled` is given), then FactorSpec alone up to `cap` steps.
+    first `xgr_steps` steps (when `compiled` is given), then FactorSpec alone up to `cap` steps;
+    with probability `longest` a step takes one of the longest allowed tokens.
     Raises AssertionError on an empty mask, a token outside xgrammar's mask (beyond the documented
     escape difference), or an allowed token the matcher rejects."""
     import xgrammar as xgr
@@ -224,7 +245,10 @@ def walk(cs: Any, tm: TextMachine, v: Any, compiled: Any, seed: int, cap: int, x
             gm = None  # past the compared prefix: FactorSpec alone
         ids = unpack_mask(pool, v.vocab_size)
         assert len(ids), f"no token allowed by both after {bytes(m.text)!r}"
-        t = Walker.pick(rng, v, ids, 0.6 if n < xgr_steps else 0.9)
+        if longest and rng.random() < longest:
+            t = _longest(rng, v, ids)
+        else:
+            t = Walker.pick(rng, v, ids, 0.6 if n < xgr_steps else 0.9)
         assert m.accept_token(t), f"allowed token {t} {v.token_bytes[t]!r} rejected after {bytes(m.text)!r}"
         if gm is not None:
             assert gm.accept_token(t), f"xgrammar rejects token {t} {v.token_bytes[t]!r} after {bytes(m.text)!r}"
@@ -248,9 +272,10 @@ def _guard(seconds: float) -> Iterator[None]:
 
 
 def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = FINISH_CAP, compile_only: bool = False,
-            xgr_steps: int = XGRAMMAR_STEPS) -> dict:
-    """One schema: compile (or a clean error), then a seeded walk checked against xgrammar and, when
-    it finishes, by `cs.check` and the jsonschema validator. `result` is "passed", "spec_error",
+            xgr_steps: int = XGRAMMAR_STEPS, edge: bool = True) -> dict:
+    """One schema: compile (or a clean error), then a seeded walk checked against xgrammar and (with
+    `edge`) a FactorSpec walk that favours the longest tokens; each finished record is checked by
+    `cs.check` and the jsonschema validator. `result` is "passed", "spec_error",
     "unsatisfiable", "budget", "timeout" or "failure" (with `detail`)."""
     import json
     schema = rec["schema"]
@@ -287,13 +312,18 @@ def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = FINISH_CAP, comp
                 out["xgrammar_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         with _guard(SECONDS_PER_SCHEMA):
             w = walk(cs, tm, load_vocab(QWEN), compiled, seed, cap, xgr_steps)
+            # a second walk, FactorSpec alone, half of its steps on the longest allowed token
+            w2 = walk(cs, tm, load_vocab(QWEN), None, seed + 7919, EDGE_CAP, 0, longest=0.5) if edge else None
         out.update(result="passed", steps=w["steps"], finished=w["finished"], escape_diff_steps=w["escape_diffs"])
-        if w["finished"]:
-            inst = json.loads(w["text"].decode("utf-8"))
-            bad = cs.check(inst)
-            assert not bad, f"finished record fails the spec: {[str(b) for b in bad][:3]}"
-            errs = validator_errors(schema, inst)
-            assert not errs, f"finished instance {w['text'][:200]!r} fails jsonschema: {errs[:3]}"
+        if w2 is not None:
+            out.update(edge_steps=w2["steps"], edge_finished=w2["finished"])
+        for x in (w, w2):
+            if x is not None and x["finished"]:
+                inst = json.loads(x["text"].decode("utf-8"))
+                bad = cs.check(inst)
+                assert not bad, f"finished record fails the spec: {[str(b) for b in bad][:3]}"
+                errs = validator_errors(schema, inst)
+                assert not errs, f"finished instance {x['text'][:200]!r} fails jsonschema: {errs[:3]}"
         return out
     except _Timeout:
         out.update(result="timeout", detail=f"over {SECONDS_PER_SCHEMA}s")
@@ -350,9 +380,12 @@ def test_jsonschemabench_sample() -> None:
     assert all(r["result"] == "passed" for r in compiled)
     finished = sum(1 for r in compiled if r["finished"])
     assert finished >= MIN_FINISHED_SHARE * len(compiled), (finished, len(compiled))
+    edge_finished = sum(1 for r in compiled if r["edge_finished"])
+    assert edge_finished >= 0.75 * len(compiled), (edge_finished, len(compiled))
     compared = sum(1 for r in compiled if "xgrammar_exceptions" not in r and "xgrammar_error" not in r)
     assert compared >= 0.5 * len(compiled), compared  # the xgrammar subset check covers most walks
-    print(f"compiled {len(compiled)}/{len(results)}, finished {finished}, compared with xgrammar {compared}, "
+    print(f"compiled {len(compiled)}/{len(results)}, finished {finished} (edge walks {edge_finished}), "
+          f"compared with xgrammar {compared}, "
           f"steps {sum(r['steps'] for r in compiled)}")
 
 
