@@ -83,11 +83,12 @@ def instances(size: int, count: int, seed: int) -> list[tuple[str, Any]]:
     return out
 
 
-def bench_instance(problem: Any, slot_budget: float, solve_budget: float, cap: float) -> dict[str, Any]:
+def bench_instance(problem: Any, slot_budget: float, solve_budget: float, cap: float,
+                   backend: str = "own") -> dict[str, Any]:
     spec = to_spec(problem)
-    res: dict[str, Any] = {"id": problem.id, "cities": problem.n, "days": problem.total_days}
+    res: dict[str, Any] = {"id": problem.id, "cities": problem.n, "days": problem.total_days, "backend": backend}
     t0 = time.perf_counter()
-    cs = compile_spec(spec, Budget(nodes=10**9, seconds=solve_budget))
+    cs = compile_spec(spec, Budget(nodes=10**9, seconds=solve_budget, backend=backend))
     res["compile_s"] = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.thread_time()
     try:
@@ -103,7 +104,7 @@ def bench_instance(problem: Any, slot_budget: float, solve_budget: float, cap: f
         return res
 
     # the domain walk, on its own compiled spec (solve's memo must not help it)
-    cs = compile_spec(spec, Budget(nodes=10**9, seconds=slot_budget))
+    cs = compile_spec(spec, Budget(nodes=10**9, seconds=slot_budget, backend=backend))
     A, bad = cs.assignment_of(golden_record(problem))
     assert A is not None, bad
     order = sorted(cs.vars, key=lambda v: (v.order, v.id))
@@ -158,6 +159,7 @@ def summarise(size: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
     ms = lambda x: None if x is None else round(x * 1e3, 3)  # noqa: E731
     return {
         "cities": size,
+        "backend": rows[0].get("backend", "own") if rows else "own",
         "instances": len(rows),
         "source": sorted({r["source"] for r in rows}),
         "slots_measured": len(slot_s),
@@ -201,12 +203,12 @@ def write_md(path: Path, doc: dict[str, Any]) -> None:
         "Wall-clock times include waiting for a core on the shared machine; CPU times (this "
         "thread's) do not, and are the better guide to the solver's own cost.",
         "",
-        "| cities | source | instances | slots measured | over budget | not reached | slot p50 ms (CPU) | slot p99 ms (CPU) | slot max ms (CPU) | solve p50 ms (CPU) | solve p99 ms (CPU) | solves over budget | walk roots over budget |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cities | backend | source | instances | slots measured | over budget | not reached | slot p50 ms (CPU) | slot p99 ms (CPU) | slot max ms (CPU) | solve p50 ms (CPU) | solve p99 ms (CPU) | solves over budget | walk roots over budget |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in doc["summary"]:
         lines.append(
-            f"| {s['cities']} | {'+'.join(s['source'])} | {s['instances']} | {s['slots_measured']} | "
+            f"| {s['cities']} | {s.get('backend', 'own')} | {'+'.join(s['source'])} | {s['instances']} | {s['slots_measured']} | "
             f"{s['slots_over_budget']} | {s['slots_not_reached']} | {s['slot_ms_p50']} ({s['slot_cpu_ms_p50']}) | "
             f"{s['slot_ms_p99']} ({s['slot_cpu_ms_p99']}) | {s['slot_ms_max']} ({s['slot_cpu_ms_max']}) | "
             f"{s['solve_ms_p50']} ({s['solve_cpu_ms_p50']}) | {s['solve_ms_p99']} ({s['solve_cpu_ms_p99']}) | "
@@ -233,6 +235,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--file", action="append", default=[],
                     help="also bench every instance of this NATURAL PLAN-format file (e.g. "
                          "bench/data/generated_30.json), as one more row; repeatable")
+    ap.add_argument("--backends", default="own",
+                    help="comma-separated solver backends (Budget.backend: own, cpsat, auto), each instance "
+                         "benched under each in turn, one summary row per size and backend")
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--notes", default="", help="a paragraph appended to the .md report")
     args = ap.parse_args(argv)
@@ -247,18 +252,22 @@ def main(argv: Optional[list[str]] = None) -> int:
                    "instance_cap_s": args.instance_cap},
         "summary": [], "instances": [],
     }
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    doc["config"]["backends"] = backends
     for size in sizes:
         count = args.instances if size in SHARED_SIZES else args.generated
-        rows = []
+        by_backend: dict[str, list] = {be: [] for be in backends}
         for source, problem in instances(size, count, args.seed):
-            r = bench_instance(problem, args.slot_budget, args.solve_budget, args.instance_cap)
-            r["source"] = source
-            rows.append(r)
-            print(f"{size:3d} cities {problem.id}: solve {r['solve_s'] * 1e3:.1f} ms, "
-                  f"{len(r['slots'])} slots, {r['slots_over_budget']} over budget, "
-                  f"{r['slots_not_reached']} not reached", file=sys.stderr)
-        doc["instances"] += rows
-        doc["summary"].append(summarise(size, rows))
+            for be in backends:  # side by side: each instance under every backend in turn
+                r = bench_instance(problem, args.slot_budget, args.solve_budget, args.instance_cap, be)
+                r["source"] = source
+                by_backend[be].append(r)
+                print(f"{size:3d} cities {problem.id} [{be}]: solve {r['solve_s'] * 1e3:.1f} ms, "
+                      f"{len(r['slots'])} slots, {r['slots_over_budget']} over budget, "
+                      f"{r['slots_not_reached']} not reached", file=sys.stderr)
+        for rows in by_backend.values():
+            doc["instances"] += rows
+            doc["summary"].append(summarise(size, rows))
     for fpath in args.file:
         raw = json.loads(Path(fpath).read_text(encoding="utf-8"))
         rows = []
@@ -276,6 +285,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     doc["notes"] = args.notes
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if backends != ["own"]:  # a backend comparison is its own report; the own-solver one stays
+        name = "solver_bench_backends"
+        (out / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        write_md(out / f"{name}.md", doc)
+        for s in doc["summary"]:
+            print(json.dumps(s))
+        return 0
     (out / "solver_bench.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     write_md(out / "solver_bench.md", doc)
     for s in doc["summary"]:
