@@ -13,7 +13,9 @@ points into classes, and it lets the semantics be chosen exactly:
   `\\w` = [A-Za-z0-9_], `\\s` the spaces both call white space, `\\D`/`\\W`/`\\S` and negated classes
   the complement of the union, `.` excludes \\n, \\r, U+2028 and U+2029 (a documented narrowing).
 - Lone surrogates (U+D800-U+DFFF) are not characters here: no string holds one.
-- Refused with a `SpecError` naming the pattern's pointer: lookaround, backreferences, `\\b`/`\\B`,
+- Lookaheads right after a leading `^` (`^(?!X)R`, common in schemas) are intersections with the
+  (complement of the) strings that have a prefix matching X.
+- Refused with a `SpecError` naming the pattern's pointer: other lookaround, backreferences, `\\b`/`\\B`,
   `\\p{...}`, `\\cX`, unknown letter escapes, `{` that is not a quantifier, empty classes.
 Budgets are explicit: MAX_NFA_STATES, MAX_DFA_STATES, MAX_REPEAT.
 """
@@ -127,6 +129,11 @@ class CharSet:
     @property
     def effective(self) -> Iv:
         return _intersect(_intersect(self.ecma, self.py), UNIVERSE)
+
+    @property
+    def wide(self) -> Iv:
+        """Either reading (inside a negative lookahead: its complement is then in both)."""
+        return _intersect(_union(self.ecma, self.py), UNIVERSE)
 
 
 def _lit(c: int) -> CharSet:
@@ -336,7 +343,8 @@ def _single(cs: CharSet) -> Optional[int]:
 class _Nfa:
     """Thompson NFA: eps[s] targets, chars[s] (Iv, target) edges, anchors[s] ('^'|'$', target)."""
 
-    def __init__(self, ptr: str) -> None:
+    def __init__(self, ptr: str, wide: bool = False) -> None:
+        self.wide = wide
         self.eps: list[list[int]] = []
         self.chars: list[list[tuple[Iv, int]]] = []
         self.anchors: list[list[tuple[str, int]]] = []
@@ -355,9 +363,15 @@ class _Nfa:
         s = self.new()
         if kind == "set":
             e = self.new()
-            iv = node[1].effective
+            iv = node[1].wide if self.wide else node[1].effective
             if iv:
                 self.chars[s].append((iv, e))
+            return s, e
+        if kind == "eol" and self.wide:  # Python's `$` too: at the end or before a final newline
+            m, e = self.new(), self.new()
+            self.chars[s].append((((10, 10),), m))
+            self.eps[s].append(m)
+            self.anchors[m].append(("$", e))
             return s, e
         if kind in ("bol", "eol"):
             e = self.new()
@@ -437,12 +451,42 @@ def _closure(nfa: _Nfa, states: frozenset, at_start: bool, at_end: bool) -> froz
     return frozenset(out)
 
 
-def compile_pattern(src: str, ptr: str) -> Dfa:
-    """The DFA of the strings in which `src` (ECMA-262 subset) finds a match; labels: bool."""
+def _leading_lookaheads(src: str, ptr: str) -> tuple[list[tuple[str, bool]], str]:
+    """`^(?=X)(?!Y)R` -> ([(X, True), (Y, False)], "^R"); ([], src) for any other shape. A
+    lookahead right after the start anchor is regular: the strings with (or without) a prefix
+    matching X. (With a top-level '|' in R it would bind to the first alternative only: not split.)"""
+    looks: list[tuple[str, bool]] = []
+    i = 1
+    if not src.startswith(("^(?=", "^(?!")):
+        return [], src
+    while src.startswith(("(?=", "(?!"), i):
+        p = _Parser(src, ptr)
+        p.i = i + 3
+        p.alt()
+        if p.peek() != ")":
+            raise p.err("missing ')'")
+        looks.append((src[i + 3:p.i], src[i + 2] == "="))
+        i = p.i + 1
+    rest = "^" + src[i:]
+    if _Parser(rest, ptr).parse()[0] == "alt":
+        return [], src
+    return looks, rest
+
+
+def compile_pattern(src: str, ptr: str, wide: bool = False) -> Dfa:
+    """The DFA of the strings in which `src` (ECMA-262 subset) finds a match; labels: bool.
+    `wide`: the union of the ECMA-262 and Python readings (for the inside of a negative lookahead),
+    else their intersection."""
     if not isinstance(src, str):
         raise SpecError(ptr, f"pattern must be a string, got {type(src).__name__}")
+    looks, rest = _leading_lookaheads(src, ptr)
+    if looks:  # R intersected with (the complement of) "a prefix matches X", per lookahead
+        d = product([compile_pattern(rest, ptr)] + [compile_pattern(f"^(?:{x})", ptr, wide=not pos) for x, pos in looks], ptr)
+        labels: list[Hashable] = [bool(lab[0]) and all(m == pos for m, (_, pos) in zip(lab[1:], looks))
+                                  for lab in d.labels]  # type: ignore[index]
+        return _minimize(Dfa(d.starts, d.trans, labels))
     ast = _Parser(src, ptr).parse()
-    nfa = _Nfa(ptr)
+    nfa = _Nfa(ptr, wide)
     a, b = nfa.build(ast)
     start = nfa.new()
     final = nfa.new()
@@ -498,7 +542,7 @@ def compile_pattern(src: str, ptr: str) -> Dfa:
                 order.append(tgt)
             row.append(j)
         trans.append(row)
-    labels: list[Hashable] = [final in _closure(nfa, st, i == 0, True) for i, st in enumerate(order)]
+    labels = [final in _closure(nfa, st, i == 0, True) for i, st in enumerate(order)]
     return _minimize(_merge_classes(Dfa(starts, trans, labels)))
 
 

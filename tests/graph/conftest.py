@@ -227,18 +227,22 @@ def pytest_configure(config: Any) -> None:
 def _escape_in_bounded_string(tm: TextMachine, configs: Any, data: bytes) -> bool:
     """Does `data` write a backslash escape inside a string with minLength/maxLength? xgrammar's
     length-bounded string rule is `[^"\\\r\n]{lo,hi}`: no escapes at all (FactorSpec allows them, as
-    JSON does), so those tokens are a known, documented difference; likewise in a string with a
-`pattern`, where FactorSpec decodes escapes before matching (as JSON Schema says)."""
+    JSON does), so those tokens are a known, documented difference. Likewise any token written inside
+a string with a `pattern` or a key under patternProperties/propertyNames: there FactorSpec follows
+JSON Schema (an unanchored search on the decoded value, ECMA-262/Python classes such as Unicode
+\\s) where xgrammar anchors the regex, matches the raw text and reads classes as ASCII; those
+tokens are checked by the jsonschema validation of finished instances instead."""
     cfg = configs
     for b in data:
+        if any(stack and stack[-1][0] in ("R", "K") for stack, _sol in cfg):
+            return True  # inside a pattern string or patterned key (see above)
         if b == 0x5C:
             for stack, _sol in cfg:
                 if stack and stack[-1][0] == "T" and stack[-1][3] == 0:
                     node = tm.node_at(stack[-1][1])
                     if node.max_len is not None or node.min_len > 0:
                         return True
-                if stack and stack[-1][0] in ("R", "K") and stack[-1][4] == 0:
-                    return True  # a pattern string: xgrammar matches its regex on the raw text, no escapes
+
         cfg = tm.step(cfg, b)
         if not cfg:
             return False
