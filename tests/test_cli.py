@@ -85,7 +85,7 @@ def test_check_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
         spec = _write(tmp_path, "s.json", "[1, 2")
     elif what == "bad_spec":
         doc = json.loads(TRIP.read_text())
-        doc["properties"]["itinerary"]["items"]["properties"]["city"]["pattern"] = "^(?=[A-Z])"
+        doc["properties"]["itinerary"]["items"]["properties"]["city"]["pattern"] = "^(a)\\1"
         spec = _write(tmp_path, "s.json", doc)
     elif what == "bad_relation":
         doc = json.loads(TRIP.read_text())
