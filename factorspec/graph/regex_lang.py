@@ -481,9 +481,12 @@ def compile_pattern(src: str, ptr: str, wide: bool = False) -> Dfa:
         raise SpecError(ptr, f"pattern must be a string, got {type(src).__name__}")
     looks, rest = _leading_lookaheads(src, ptr)
     if looks:  # R intersected with (the complement of) "a prefix matches X", per lookahead
-        d = product([compile_pattern(rest, ptr)] + [compile_pattern(f"^(?:{x})", ptr, wide=not pos) for x, pos in looks], ptr)
-        labels: list[Hashable] = [bool(lab[0]) and all(m == pos for m, (_, pos) in zip(lab[1:], looks))
-                                  for lab in d.labels]  # type: ignore[index]
+        parts = [compile_pattern(rest, ptr)] + [compile_pattern(f"^(?:{x})", ptr, wide=not pos) for x, pos in looks]
+        d = product(parts, ptr)
+        labels: list[Hashable] = []
+        for lab in d.labels:
+            assert isinstance(lab, tuple)
+            labels.append(bool(lab[0]) and all(m == pos for m, (_, pos) in zip(lab[1:], looks)))
         return _minimize(Dfa(d.starts, d.trans, labels))
     ast = _Parser(src, ptr).parse()
     nfa = _Nfa(ptr, wide)
