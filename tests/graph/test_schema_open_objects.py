@@ -21,6 +21,7 @@ from factorspec.graph.matcher import Matcher
 from factorspec.graph.schema import Obj
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.token_vocab import TokenVocab, unpack_mask
+from tests.graph.walks import token_definition
 
 KEYS = ["a", "b", "c", "z"]
 VALUES: list[Any] = [1, "x", True]
@@ -163,19 +164,7 @@ def test_fast_masks_equal_the_token_definition(k: int) -> None:
             if m.is_terminated():
                 break
             cfg = m.configs
-            want = set()
-            for t, b in enumerate(v.token_bytes):
-                if t in v.stop_ids:
-                    if tm.is_final(cfg):
-                        want.add(t)
-                    continue
-                c = cfg
-                for x in b:
-                    c = tm.step(c, x)
-                    if not c:
-                        break
-                if c:
-                    want.add(t)
+            want = token_definition(tm, v, cfg)
             got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
             assert got == want, (SCHEMAS[k], bytes(m.text), sorted(got ^ want))
             ids = m.allowed_tokens()

@@ -20,6 +20,7 @@ from factorspec.graph.matcher import Matcher
 from factorspec.graph.regex_lang import pattern_lang
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.token_vocab import TokenVocab, unpack_mask
+from tests.graph.walks import token_definition
 
 ALPHABET = ["a", "b", "1", "-", '"', "\\", "\n", "é"]
 
@@ -168,19 +169,7 @@ def test_masks_equal_the_token_definition(k: int) -> None:
                 assert validator.is_valid(json.loads(bytes(m.text).decode())), bytes(m.text)
                 break
             cfg = m.configs
-            want = set()
-            for t, b in enumerate(v.token_bytes):
-                if t in v.stop_ids:
-                    if tm.is_final(cfg):
-                        want.add(t)
-                    continue
-                c = cfg
-                for x in b:
-                    c = tm.step(c, x)
-                    if not c:
-                        break
-                if c:
-                    want.add(t)
+            want = token_definition(tm, v, cfg)
             got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
             assert got == want, (p, bytes(m.text), sorted(v.token_bytes[t] for t in got ^ want))
             ids = m.allowed_tokens()
@@ -363,19 +352,7 @@ def test_pattern_object_masks_equal_the_token_definition(k: int) -> None:
                 assert validator.is_valid(json.loads(bytes(m.text).decode())), bytes(m.text)
                 break
             cfg = m.configs
-            want = set()
-            for t, b in enumerate(v.token_bytes):
-                if t in v.stop_ids:
-                    if tm.is_final(cfg):
-                        want.add(t)
-                    continue
-                c = cfg
-                for x in b:
-                    c = tm.step(c, x)
-                    if not c:
-                        break
-                if c:
-                    want.add(t)
+            want = token_definition(tm, v, cfg)
             got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
             assert got == want, (schema, bytes(m.text), sorted(v.token_bytes[t] for t in got ^ want))
             ids = m.allowed_tokens()
