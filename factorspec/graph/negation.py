@@ -108,7 +108,7 @@ def eliminate(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict], d
         then, other = s.get("then", True), s.get("else", True)
         if not (then is True and other is True):  # without then/else, `if` constrains nothing
             ctx = _Ctx(resolve, normalise, validation)
-            added.append(_any([_both(cond, then), _both(_negate(cond, f"{ptr}/if", ctx, 0), other)]))
+            added.append(_any([_all([cond, then]), _all([_negate(cond, f"{ptr}/if", ctx, 0), other])]))
     if any(a is False for a in added):
         kw = "not" if "not" in s and not is_value_exclusion(s["not"]) else "if"
         raise EmptySchema(f"{ptr}/{kw}", f"'{kw}' here admits no value")
@@ -116,16 +116,6 @@ def eliminate(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict], d
     if added:
         out["allOf"] = list(s.get("allOf", [])) + added
     return out
-
-
-def _both(a: Any, b: Any) -> Any:
-    if a is True:
-        return b
-    if b is True:
-        return a
-    if a is False or b is False:
-        return False
-    return {"allOf": [a, b]}
 
 
 class _Ctx:
@@ -183,8 +173,6 @@ def _negate(x: Any, ptr: str, ctx: _Ctx, depth: int) -> Any:
             continue
         group = next((g for g in _GROUPS if k in g), {k})
         here = {g: x[g] for g in keys if g in group}
-        if k in ("minContains", "maxContains", "contains"):
-            here = {g: x[g] for g in keys if g in _GROUPS[2]}
         seen |= set(here)
         conjuncts.append(here)
     return _any([_negate_one(c, ptr, ctx, depth) for c in conjuncts])
