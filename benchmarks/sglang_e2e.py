@@ -284,14 +284,20 @@ def cmd_all(a: argparse.Namespace) -> int:
         ngram_k = best_ngram_k(sums) or ngram_k
         print(json.dumps({"ngram_sweep": {k: v.get("seconds_per_record") for k, v in sums.items()},
                           "best_ngram_k": ngram_k}), flush=True)
-    for cfg in a.configs.split(","):
-        cmd = _run_cmd(a, cfg, a.n, a.batches or str(a.batch), ngram_k if cfg == "xgrammar_ngram" else None)
-        print("+", " ".join(cmd), flush=True)
-        try:
-            rc |= subprocess.call(cmd, timeout=a.timeout_s)
-        except subprocess.TimeoutExpired:
-            print(f"timeout: {cfg}", flush=True)
-            rc |= 1
+    batches = a.batches or str(a.batch)
+    # --engine-per-batch: each batch size on a fresh engine, so no configuration starts a batch with
+    # the prompts in its radix cache or, for NGRAM, with its own earlier outputs of the same prompts
+    # in its n-gram corpus (one engine for all batch sizes replays batch 1's records at batch 8)
+    groups = batches.split(",") if a.engine_per_batch else [batches]
+    for group in groups:
+        for cfg in a.configs.split(","):
+            cmd = _run_cmd(a, cfg, a.n, group, ngram_k if cfg == "xgrammar_ngram" else None)
+            print("+", " ".join(cmd), flush=True)
+            try:
+                rc |= subprocess.call(cmd, timeout=a.timeout_s)
+            except subprocess.TimeoutExpired:
+                print(f"timeout: {cfg}", flush=True)
+                rc |= 1
     return rc
 
 
@@ -408,6 +414,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             q.add_argument("--configs", default=",".join(CONFIGS))
             q.add_argument("--ngram-sweep", default="", help="e.g. 2,4,8: NGRAM widths tried first")
             q.add_argument("--sweep-n", type=int, default=2)
+            q.add_argument("--engine-per-batch", action="store_true",
+                           help="a fresh engine for each batch size (no radix or n-gram state carried over)")
             q.add_argument("--timeout-s", type=float, default=1800)
     t = sub.add_parser("table")
     t.add_argument("files", nargs="+")
