@@ -24,7 +24,7 @@ import math
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.graph.domain import Domains, Narrowing, dclip, dcontains, dmax, dmin
+from factorspec.graph.domain import Domains, Narrowing, dclip, dmax, dmin
 from factorspec.graph.expr import Abstract, Node, U, Var
 
 MAX_BITS = 1 << 22  # sums wider than this many integer units are left to bounds reasoning
@@ -39,7 +39,7 @@ class SumReach(Node):
     value `all_different` compares."""
 
     kind = "bool"
-    __slots__ = ("s", "const", "lines", "keys", "scale", "_memo")
+    __slots__ = ("s", "const", "lines", "keys", "scale", "_rows", "_memo", "_bits")
 
     def __init__(self, s: Var, const: Fraction, lines: list[list[Row]], keys: Optional[list[tuple[int, Var]]]) -> None:
         self.s = s
@@ -53,11 +53,19 @@ class SumReach(Node):
         den = math.lcm(den, self.const.denominator)
         self.scale = den  # contributions in integer units of 1/den
         vs = {s.id}
-        for rows in lines:
-            for r, _c in rows:
+        # per line, (its slots' values, key value, contribution in units): integers, built once
+        self._rows: list[list[tuple[tuple[tuple[int, int], ...], Any, int]]] = []
+        for i, rows in enumerate(lines):
+            kv = keys[i] if keys is not None else None
+            out = []
+            for r, c in rows:
                 vs.update(v for v, _k in r)
+                key = kv[1].value(dict(r)[kv[0]]) if kv is not None else None
+                out.append((r, key, int(c * den)))
+            self._rows.append(out)
         self.vars = frozenset(vs)
         self._memo: dict[tuple, Optional[tuple[int, int]]] = {}
+        self._bits: dict[tuple, int] = {}  # (the lines' live structure, width) -> reachable bits
 
     def fwd(self, D: Domains) -> Abstract:
         return U
@@ -68,16 +76,15 @@ class SumReach(Node):
     def _live(self, D: Domains) -> Optional[list[list[tuple[Any, int]]]]:
         """Per line, (key value or None, contribution in units) of its rows still in D."""
         out = []
-        sc = self.scale
-        for i, rows in enumerate(self.lines):
+        for rows in self._rows:
             live = []
-            kv = self.keys[i] if self.keys is not None else None
-            for r, c in rows:
-                if all(dcontains(D[v], k) for v, k in r):
-                    key = None
-                    if kv is not None:
-                        key = kv[1].value(dict(r)[kv[0]])
-                    live.append((key, int(c * sc)))
+            for r, key, u in rows:
+                for v, k in r:
+                    d = D[v]
+                    if not (k in d if isinstance(d, frozenset) else d[0] <= k <= d[1]):
+                        break
+                else:
+                    live.append((key, u))
             if not live:
                 return None
             out.append(live)
@@ -97,44 +104,34 @@ class SumReach(Node):
             return 0, base, 0
         if width > MAX_BITS:
             return -1, base, width  # too wide: left to bounds reasoning
-        mask = (1 << width) - 1
         if self.keys is None:
-            acc = 1
+            sets = tuple(frozenset(u - m0 for _k, u in line) for line in live)
+            sig: tuple = (sets, width)
+            bits = self._bits.get(sig)
+            if bits is None:
+                bits = _convolve(1, sets, (1 << width) - 1)
+        else:
+            per_key: dict[Any, set[int]] = {}
+            must: set[Any] = set()
             for line in live:
-                nxt = 0
-                for u in {u - m0 for _k, u in line}:
-                    nxt |= acc << u
-                acc = nxt & mask
-                if not acc:
-                    break
-            return acc, base, width
-        per_key: dict[Any, set[int]] = {}
-        must: set[Any] = set()
-        for line in live:
-            ks = {k for k, _u in line}
-            if len(ks) == 1:
-                must |= ks
-            for k, u in line:
-                per_key.setdefault(k, set()).add(u - m0)
-        if len(must) > n or len(per_key) < n:
-            return 0, base, width
-        keys = sorted(per_key, key=lambda k: (k not in must, repr(k)))
-        reach = [0] * (n + 1)
-        reach[0] = 1
-        for j, k in enumerate(keys):
-            left = len(keys) - j - 1  # keys after this one
-            opt = k not in must
-            new = list(reach) if opt else [0] * (n + 1)
-            for c in range(min(j, n - 1), -1, -1):
-                r = reach[c]
-                if not r or c + 1 + left < n:  # too few keys left to give every line one
-                    continue
-                acc = 0
-                for u in per_key[k]:
-                    acc |= r << u
-                new[c + 1] |= acc & mask
-            reach = new
-        return reach[n], base, width
+                ks = {k for k, _u in line}
+                if len(ks) == 1:
+                    must |= ks
+                for k, u in line:
+                    per_key.setdefault(k, set()).add(u - m0)
+            if len(must) > n or len(per_key) < n:
+                return 0, base, width
+            opt = tuple(sorted(((repr(k), frozenset(us)) for k, us in per_key.items() if k not in must)))
+            fixed = tuple(sorted(frozenset(per_key[k]) for k in must))  # each used by its own line
+            sig = (opt, fixed, n, width)
+            bits = self._bits.get(sig)
+            if bits is None:
+                mask = (1 << width) - 1
+                bits = _convolve(_choose([us for _k, us in opt], n - len(must), mask), fixed, mask)
+        if len(self._bits) > 4096:
+            self._bits.clear()
+        self._bits[sig] = bits
+        return bits, base, width
 
     def bounds(self, D: Domains) -> Optional[tuple[int, int]]:
         """(least, greatest) internal value of s reachable within its domain, or None."""
@@ -166,3 +163,34 @@ class SumReach(Node):
         if b is None or b[0] > b[1]:
             return False
         return C.set(self.s.id, dclip(C.D[self.s.id], b[0], b[1]))
+
+
+def _convolve(bits: int, sets: Any, mask: int) -> int:
+    """The sums of a sum in `bits` plus one value of each set (bit sets of non-negative units)."""
+    for us in sets:
+        nxt = 0
+        for u in us:
+            nxt |= bits << u
+        bits = nxt & mask
+        if not bits:
+            break
+    return bits
+
+
+def _choose(sets: list[frozenset[int]], n: int, mask: int) -> int:
+    """The sums of one value from each of exactly `n` of `sets` (each set used at most once)."""
+    if n < 0 or n > len(sets):
+        return 0
+    reach = [0] * (n + 1)
+    reach[0] = 1
+    for j, us in enumerate(sets):
+        left = len(sets) - j - 1  # sets after this one
+        for c in range(min(j, n - 1), -1, -1):  # downwards: reach[c] is still without set j
+            r = reach[c]
+            if not r or c + 1 + left < n:  # too few sets left to reach n
+                continue
+            acc = 0
+            for u in us:
+                acc |= r << u
+            reach[c + 1] |= acc & mask
+    return reach[n]
