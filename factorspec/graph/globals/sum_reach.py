@@ -53,16 +53,21 @@ class SumReach(Node):
         den = math.lcm(den, self.const.denominator)
         self.scale = den  # contributions in integer units of 1/den
         vs = {s.id}
-        # per line, (its slots' values, key value, contribution in units): integers, built once
-        self._rows: list[list[tuple[tuple[tuple[int, int], ...], Any, int]]] = []
+        # per line, its rows grouped by the value of their first slot (a key, an item): (that
+        # slot, {value: [(the other slots' values, key value, contribution in units)]}), built
+        # once in integers, so that a value out of its slot's domain skips its rows at once
+        self._rows: list[tuple[int, dict[int, list[tuple[tuple[tuple[int, int], ...], Any, int]]]]] = []
         for i, rows in enumerate(lines):
             kv = keys[i] if keys is not None else None
-            out = []
+            lead = kv[0] if kv is not None else rows[0][0][0][0]
+            groups: dict[int, list[tuple[tuple[tuple[int, int], ...], Any, int]]] = {}
             for r, c in rows:
                 vs.update(v for v, _k in r)
-                key = kv[1].value(dict(r)[kv[0]]) if kv is not None else None
-                out.append((r, key, int(c * den)))
-            self._rows.append(out)
+                rd = dict(r)
+                key = kv[1].value(rd[kv[0]]) if kv is not None else None
+                rest = tuple((v, k) for v, k in r if v != lead)
+                groups.setdefault(rd[lead], []).append((rest, key, int(c * den)))
+            self._rows.append((lead, groups))
         self.vars = frozenset(vs)
         self._memo: dict[tuple, Optional[tuple[int, int]]] = {}
         self._bits: dict[tuple, int] = {}  # (the lines' live structure, width) -> reachable bits
@@ -76,15 +81,19 @@ class SumReach(Node):
     def _live(self, D: Domains) -> Optional[list[list[tuple[Any, int]]]]:
         """Per line, (key value or None, contribution in units) of its rows still in D."""
         out = []
-        for rows in self._rows:
+        for lead, groups in self._rows:
             live = []
-            for r, key, u in rows:
-                for v, k in r:
-                    d = D[v]
-                    if not (k in d if isinstance(d, frozenset) else d[0] <= k <= d[1]):
-                        break
-                else:
-                    live.append((key, u))
+            ld = D[lead]
+            for kl, rows in groups.items():
+                if not (kl in ld if isinstance(ld, frozenset) else ld[0] <= kl <= ld[1]):
+                    continue
+                for r, key, u in rows:
+                    for v, k in r:
+                        d = D[v]
+                        if not (k in d if isinstance(d, frozenset) else d[0] <= k <= d[1]):
+                            break
+                    else:
+                        live.append((key, u))
             if not live:
                 return None
             out.append(live)
