@@ -64,6 +64,22 @@ def _rows(vs: list[Var], e: Node, coef: Any, defined: Optional[Var], n_vars: int
     return out
 
 
+def _progressions(lines: list[list[Row]]) -> bool:
+    """Whether every line's contributions form an arithmetic progression of one common step
+    (integer slots summed as they are): their sums are then every point of one progression
+    between the least and the greatest sum, and a dynamic program adds nothing to bounds
+    reasoning (short of holes that `!=` cuts, which are left to search)."""
+    step = None
+    for rows in lines:
+        vals = sorted({c for _r, c in rows})
+        for a, b in zip(vals, vals[1:]):
+            if step is None:
+                step = b - a
+            if b - a != step:
+                return False
+    return True
+
+
 def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
     defs: dict[int, Node] = {}
     for f in factors:
@@ -111,6 +127,8 @@ def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
                     if all(len(k) == 1 for k in ks) and len({next(iter(k)) for k in ks}) == len(ks):
                         keys = [(next(iter(k)), vars[next(iter(k))]) for k in ks]
                         break
+                if keys is None and _progressions(lines):
+                    break  # the sums are one progression too: bounds reasoning (LinSum) is as exact
                 out.append(SumReach(s, Fraction(total.const), lines, keys))
                 break
     return out
