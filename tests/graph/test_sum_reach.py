@@ -171,6 +171,17 @@ def test_sum_reach_bounds_are_sound_and_exact_on_interchangeable_lines(seed: int
         assert lo <= min(on_grid) and hi >= max(on_grid)
     if (same or not keyed) and sums == on_grid:
         assert (lo, hi) == (min(sums), max(sums))
+        # a window inside the sums' range: the least and greatest sums within it, exactly
+        lo_k, hi_k = int(min(sums) / s.step), int(max(sums) / s.step)
+        a, b = sorted((rng.randint(lo_k, hi_k), rng.randint(lo_k, hi_k)))
+        inside = [x for x in sums if a <= x / s.step <= b]
+        D2 = list(C.D)
+        D2[0] = dom_range(a, b)
+        C2 = Narrowing(D2)
+        if not node.bwd(C2, (1, 1)):
+            assert not inside
+        else:
+            assert (dmin(C2.D[0]) * s.step, dmax(C2.D[0]) * s.step) == (min(inside), max(inside))
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -114,6 +114,13 @@ class SumReach(Node):
         if width > MAX_BITS:
             return -1, base, width  # too wide: left to bounds reasoning
         if self.keys is None:
+            # independent lines reach their least and greatest sums (each line's least or
+            # greatest row): a window that holds both learns nothing from the program
+            least = sum(min(u for _k, u in line) for line in live) - n * m0
+            most = sum(max(u for _k, u in line) for line in live) - n * m0
+            lo_units = dmin(D[self.s.id]) * Fraction(self.s.step) * self.scale - base
+            if lo_units <= least and most < width:
+                return (1 << least) | (1 << most), base, width
             sets = tuple(frozenset(u - m0 for _k, u in line) for line in live)
             sig: tuple = (sets, width)
             bits = self._bits.get(sig)
