@@ -450,29 +450,39 @@ class State:
         key = ("bounds", vid)
         if key in self._memo:
             return self._memo[key]
-        with self.problem.question(self.budget):
-            got = bounds_portfolio(_Search(self.problem, self.budget), self.D, vid)
-        if got is not None:
-            self._memo[key] = got
-            return got
         d = self.D[vid]
         lo, hi = dmin(d), dmax(d)
-        a, b = lo, hi
-        while a < b:  # smallest feasible
-            mid = (a + b) // 2
-            if self.exists(vid, (a, mid)):
-                b = mid
-            else:
-                a = mid + 1
-        first = a
-        a, b = first, hi
-        while a < b:
-            mid = (a + b + 1) // 2
-            if self.exists(vid, (mid, b)):
-                a = mid
-            else:
-                b = mid - 1
-        return first, a
+        with self.problem.question(self.budget):
+            # the propagated bounds first: where propagation is exact (sums, monotone chains),
+            # one witness each decides them, and an optimisation would have to prove what
+            # propagation already knows (a subset-sum gap CP-SAT cannot close within budget)
+            first = lo if self.witness[vid] == lo or self.exists(vid, (lo, lo)) else None
+            last = hi if self.witness[vid] == hi or self.exists(vid, (hi, hi)) else None
+            if first is None or last is None:
+                got = bounds_portfolio(_Search(self.problem, self.budget), self.D, vid)
+                if got is not None:
+                    self._memo[key] = got
+                    return got
+            if first is None:
+                a, b = lo + 1, hi
+                while a < b:  # smallest feasible
+                    mid = (a + b) // 2
+                    if self.exists(vid, (a, mid)):
+                        b = mid
+                    else:
+                        a = mid + 1
+                first = a
+            if last is None:
+                a, b = first, hi - 1 if first < hi else hi
+                while a < b:
+                    mid = (a + b + 1) // 2
+                    if self.exists(vid, (mid, b)):
+                        a = mid
+                    else:
+                        b = mid - 1
+                last = a
+        self._memo[key] = (first, last)
+        return first, last
 
     def count(self, limit: int = 10**9, on_solution: Optional[Callable[[list], None]] = None) -> int:
         return _Search(self.problem, self.budget).count(self.D, limit, on_solution)

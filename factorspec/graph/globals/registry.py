@@ -14,7 +14,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from factorspec.graph.expr import Node, Var
-from factorspec.graph.globals import no_overlap_recognition, sequence_recognition
+from factorspec.graph.globals import (
+    monotone_chain_recognition,
+    no_overlap_recognition,
+    sequence_recognition,
+    sum_reach_recognition,
+)
 
 if TYPE_CHECKING:
     from factorspec.graph.ground import Factor
@@ -24,6 +29,8 @@ Recogniser = Callable[[list[Var], list["Factor"]], list[Node]]
 RECOGNISERS: tuple[tuple[str, Recogniser], ...] = (
     ("sequence", sequence_recognition.recognise),
     ("no_overlap", no_overlap_recognition.recognise),
+    ("sum_reach", sum_reach_recognition.recognise),
+    ("monotone_chain", monotone_chain_recognition.recognise),
 )
 
 
