@@ -89,6 +89,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         times: list = []
         hit: list = []
         work: list = info.setdefault("work", [])  # per step: worker compute ms per slot
+        cpu: list = info.setdefault("cpu", [])  # per step: the most CPU seconds one worker spent on it
         while live:
             assert len(times) < 2000, "runaway"
             kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
@@ -105,6 +106,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
             res = pool.collect(h)
             times.append(time.perf_counter() - t)
             work.append({k: round(1e3 * v, 1) for k, v in sorted(h.worker_s.items())})
+            cpu.append(max(h.worker_cpu.values(), default=0.0))
             if kill:
                 hit.append(len(times) - 1)
             nxt = []
@@ -172,17 +174,24 @@ def main(argv: list[str] | None = None) -> None:
           f"run without faults {ci['run_s']:.1f} s, with "
           f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
           f"ms); max {1e3 * max(ftimes):.1f} ms")
-    worst = 0.0
+    worst = worst_cpu = 0.0
+    cpu50 = statistics.median(fi["cpu"])
+    print(f"CPU of the busiest worker a step (what contention does not stretch): p50 {1e3 * cpu50:.1f} ms")
     for i in hit:
         for j in (i, i + 1):
             if j >= len(ftimes):
                 continue
             base = ctimes[j] if j < len(ctimes) else float("nan")
             worst = max(worst, ftimes[j] / p50)
+            worst_cpu = max(worst_cpu, fi["cpu"][j] / cpu50)
             print(f"  step {j:3d} ({'killed mid-step' if j == i else 'the next one'}): {1e3 * ftimes[j]:7.1f} ms = "
                   f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults; "
-                  f"worker compute ms {fi['work'][j]} (without faults {ci['work'][j] if j < len(ci['work']) else '-'})")
-    print(f"worst step hit by or right after a kill: {worst:.2f}x p50")
+                  f"busiest worker's CPU {1e3 * fi['cpu'][j]:.1f} ms = {fi['cpu'][j] / cpu50:.2f}x its p50, "
+                  f"{fi['cpu'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
+                  f"without faults; worker "
+                  f"compute ms {fi['work'][j]} (without faults {ci['work'][j] if j < len(ci['work']) else '-'})")
+    print(f"worst step hit by or right after a kill: {worst:.2f}x p50 (wall); busiest worker's CPU {worst_cpu:.2f}x "
+          f"its p50")
     if same != len(clean):
         raise SystemExit("tokens differ from the run without faults")
 

@@ -101,6 +101,20 @@ def mirror_fits(num_workers: int, spares: int) -> bool:
     return spares > 0 and usable_cores() >= num_workers + spares + 1
 
 
+def _raise_priority(pid: Optional[int]) -> None:
+    """A spare taking a slot returns to this process's priority at once (it lowered its own
+    while spare, see worker.SPARE_NICE; raised from here, it need not first be scheduled, at its
+    low priority, to read its "attach")."""
+    if pid is None or not hasattr(os, "setpriority"):
+        return
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        if os.getpriority(os.PRIO_PROCESS, pid) > mine:
+            os.setpriority(os.PRIO_PROCESS, pid, mine)
+    except OSError:
+        pass  # not allowed here (then the spare never lowered its own), or it is gone
+
+
 SPARE = -1  # the slot index of the warm spare until it takes a dead worker's place
 
 
@@ -155,6 +169,7 @@ class StepHandle:
         self.rows: dict[Any, int] = {}
         self.submitted = time.perf_counter()
         self.worker_s: dict[int, float] = {}  # slot -> worker compute time for the whole step
+        self.worker_cpu: dict[int, float] = {}  # slot -> the CPU time of that (what contention does not stretch)
         # slot -> (worker began, worker finished, parent started reading the reply): perf_counter
         # is CLOCK_MONOTONIC, comparable across processes on one host
         self.spans: dict[int, tuple] = {}
@@ -575,6 +590,7 @@ class MaskWorkerPool:
             self._shadow_sent, self._mirrored = set(), set()
         self._spares.remove(s)
         s.index = index
+        _raise_priority(s.pid)
         if self._shm is not None:  # else the constructor attaches every slot once the block exists
             self._attach(s)
         return s, mirrored
@@ -694,7 +710,7 @@ class MaskWorkerPool:
                     self._forget(rid, err)
                     h.results[rid] = StepResult(rid, row, False, None, False, err)
         elif kind == "step":
-            _, seq, step_id, out, (w_begin, w_end) = msg
+            _, seq, step_id, out, (w_begin, w_end, w_cpu) = msg
             t_read = time.perf_counter()
             self._acked(s, seq)
             s.what.pop(seq, None)
@@ -703,6 +719,7 @@ class MaskWorkerPool:
             if h is None or h.pending.pop(key, None) is None:
                 return  # a step already given up on
             h.worker_s[s.index] = h.worker_s.get(s.index, 0.0) + w_end - w_begin
+            h.worker_cpu[s.index] = h.worker_cpu.get(s.index, 0.0) + w_cpu
             h.spans[s.index] = (w_begin, w_end, t_read)
             h.pending_drafts.pop(key, None)
             for rid, ok, payload in out:

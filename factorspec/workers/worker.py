@@ -51,6 +51,7 @@ class Worker:
         self.shadow_todo: dict[Any, list] = {}
         self.shadow_queue: collections.deque = collections.deque()
         self.shadow_queued: set = set()
+        self.behind: dict[Any, list] = {}  # promoted shadows: the moves they have still to follow
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
         self.cancelled: Optional[np.ndarray] = None
@@ -119,7 +120,17 @@ class Worker:
         self.matchers[rid] = m
         return None
 
+    def _matcher(self, rid: Any) -> Optional[Matcher]:
+        """The matcher of `rid`, brought up to date first if it is a promoted shadow still behind."""
+        moves = self.behind.pop(rid, None)
+        m = self.matchers.get(rid)
+        if moves and m is not None:
+            for tokens, rollback in moves:
+                self._advance(m, tokens, rollback)
+        return m
+
     def remove(self, rid: Any) -> None:
+        self.behind.pop(rid, None)
         self.matchers.pop(rid, None)
         self.failed.pop(rid, None)
         self.shadows.pop(rid, None)
@@ -185,12 +196,14 @@ class Worker:
         """This mirror now serves `rids` (its shadows, brought up to date, become their
         matchers); the other shadows are dropped (a serving worker mirrors nothing)."""
         for rid in rids:
-            if rid in self.shadow_new or self.shadow_todo.get(rid):
+            if rid in self.shadow_new:  # (rare: the pool promotes only shadows said compiled)
                 self._catch_up(rid)
             m = self.shadows.pop(rid, None)
             if m is not None:
                 self.matchers[rid] = m
                 self.failed.pop(rid, None)
+                if self.shadow_todo.get(rid):  # followed at its next step (`_matcher`), as part of it
+                    self.behind[rid] = self.shadow_todo.pop(rid)
             else:
                 self.failed[rid] = self.shadow_failed.get(rid) or (
                     "RequestFailed", "its mirror was not on the worker that took over", "")
@@ -227,7 +240,11 @@ class Worker:
             rid, row, width = it.rid, it.row, it.draft_width
             self.mark(k)
             t0 = time.perf_counter()
-            m = self.matchers.get(rid)
+            try:
+                m = self._matcher(rid)
+            except Exception as e:  # noqa: BLE001 - its serving worker would have failed it the same way
+                out.append(self._fail(rid, e, row))
+                continue
             if m is None:
                 out.append(self._unknown(rid, row))
                 continue
@@ -284,7 +301,10 @@ class Worker:
         """A one-phase step of one request: its root row, then its draft."""
         rid, row, width = it.rid, it.row, it.draft_width
         t0 = time.perf_counter()
-        m = self.matchers.get(rid)
+        try:
+            m = self._matcher(rid)
+        except Exception as e:  # noqa: BLE001 - its serving worker would have failed it the same way
+            return self._fail(rid, e, row)
         if m is None:
             return self._unknown(rid, row)
         try:
@@ -391,17 +411,17 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: b
             kind, seq = msg[0], msg[1]
             w.seq = seq
             if kind == "step" and len(msg) > 4 and msg[4]:  # two-phase: drafts first, then rows
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 first, todo = w.tree_drafts(msg[3])
                 conn_out.send(("drafts", seq, msg[2], first))
                 out = [e for e in first if not e[1]] + w.tree_rows(msg[2], todo)
                 t1 = time.perf_counter()
-                conn_out.send(("step", seq, msg[2], out, (t0, t1)))
+                conn_out.send(("step", seq, msg[2], out, (t0, t1, time.thread_time() - c0)))
             elif kind == "step":
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 out = w.step(msg[2], msg[3])
                 t1 = time.perf_counter()
-                conn_out.send(("step", seq, msg[2], out, (t0, t1)))
+                conn_out.send(("step", seq, msg[2], out, (t0, t1, time.thread_time() - c0)))
             elif kind == "add" and len(msg) > 6 and msg[6]:  # a shadow: compiled when idle, "added" then
                 w.add(*msg[2:])
                 conn_out.send(("ack", seq))
