@@ -90,6 +90,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         hit: list = []
         work: list = info.setdefault("work", [])  # per step: worker compute ms per slot
         cpu: list = info.setdefault("cpu", [])  # per step: the most CPU seconds one worker spent on it
+        readd: list = info.setdefault("readd", [])  # per step: CPU seconds of re-adds that came back during it
         while live:
             assert len(times) < 2000, "runaway"
             kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
@@ -107,6 +108,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
             times.append(time.perf_counter() - t)
             work.append({k: round(1e3 * v, 1) for k, v in sorted(h.worker_s.items())})
             cpu.append(max(h.worker_cpu.values(), default=0.0))
+            readd.append(pool.replay_cpu_s - sum(readd))
             if kill:
                 hit.append(len(times) - 1)
             nxt = []
@@ -188,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults; "
                   f"busiest worker's CPU {1e3 * fi['cpu'][j]:.1f} ms = {fi['cpu'][j] / cpu50:.2f}x its p50, "
                   f"{fi['cpu'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
-                  f"without faults; worker "
+                  f"without faults; re-adds' CPU {1e3 * fi['readd'][j]:.0f} ms; worker "
                   f"compute ms {fi['work'][j]} (without faults {ci['work'][j] if j < len(ci['work']) else '-'})")
     print(f"worst step hit by or right after a kill: {worst:.2f}x p50 (wall); busiest worker's CPU {worst_cpu:.2f}x "
           f"its p50")

@@ -21,7 +21,11 @@ tokens it had accepted, and their part of outstanding steps is resent (same rows
 with identical masks and no step waits for a process to start. With the mirror on (by default
 where the host has a core for it) the spare also keeps a shadow of every request, and the one
 that takes a dead worker's place serves its requests from their shadows: nothing to compile
-again in that step. A model's vocabulary is built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
+again in that step. A spare runs at low OS priority (worker.SPARE_NICE, where the pool may give
+it its own priority back when it takes a slot) and does its shadow work only while no message
+waits for it, so a replacement's start and the mirror's rebuild take what the serving workers
+leave; a shadow counts once the spare says it is compiled, and a promoted shadow follows the
+tokens it was still behind on at its next step. A model's vocabulary is built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
 worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
 kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy
 with at the deadline (its progress word in the shared block says which) fails with
@@ -238,6 +242,7 @@ class MaskWorkerPool:
         self.restarts = 0
         self.replays = 0  # requests moved to another worker after theirs died
         self.replay_tokens = 0  # tokens those re-adds accepted again
+        self.replay_cpu_s = 0.0  # the workers' CPU time on those re-adds (compile and replay)
         self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
         self._docs: dict[Any, tuple] = {}  # rid -> (spec_doc, prompt): to re-add it elsewhere
         self._hist: dict[Any, list] = {}  # rid -> tokens accepted up to its last good step
@@ -743,7 +748,10 @@ class MaskWorkerPool:
                     self._forget(rid, err)
                     h.results[rid] = StepResult(rid, row, False, None, False, err)
         elif kind == "added":
-            _, seq, rid, err, _dt = msg
+            _, seq, rid, err, _dt = msg[:5]
+            what = s.what.get(seq)
+            if len(msg) > 5 and what is not None and what[-1] == "replay":
+                self.replay_cpu_s += msg[5]
             self._acked(s, seq)
             s.what.pop(seq, None)
             if s.index == SPARE:  # a shadow compiled (its add was read, and acked, long before)
@@ -904,7 +912,7 @@ class MaskWorkerPool:
                 t.rids.add(rid)
                 self._assign[rid] = t
                 hist = tuple(self._hist.get(rid, ()))
-                self._send(t, "add", rid, doc, prompt, hist, what=("add", rid))
+                self._send(t, "add", rid, doc, prompt, hist, what=("add", rid, "replay"))
                 moved[rid] = t
                 self.replays += 1
                 self.replay_tokens += len(hist)

@@ -426,10 +426,10 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: b
                 w.add(*msg[2:])
                 conn_out.send(("ack", seq))
             elif kind == "add":
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 w.mark(0)
                 err = w.add(*msg[2:])
-                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
+                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0, time.thread_time() - c0))
             elif kind == "advance":
                 w.advance(msg[2])
                 conn_out.send(("ack", seq))
