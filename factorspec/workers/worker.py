@@ -107,6 +107,7 @@ class Worker:
             self._schedule(rid)
             return None
         self.failed.pop(rid, None)
+        self.behind.pop(rid, None)
         try:
             m = self.compiler.compile(doc).matcher(self.vocab)
             if prompt:
