@@ -61,14 +61,15 @@ def _settle(pool: MaskWorkerPool, limit: float = 60.0) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         procs = pool._slots + pool._spares
-        if all(p.ready and not p.inflight for p in procs if not p.dead):
+        if all(p.ready and not p.inflight for p in procs if not p.dead) and (
+                not pool.mirror or pool.mirror_caught_up()):
             return
         pool.request_error("-")
         time.sleep(0.005)
 
 
 def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, spares: int, mirror: bool,
-        settle: bool, info: dict) -> tuple[dict, list, list]:
+        settle: bool, info: dict, forward_s: float = 0.0) -> tuple[dict, list, list]:
     """Decode every request to its end; returns (tokens per request, step seconds, indices of the
     steps a kill hit)."""
     rng = random.Random(seed)
@@ -87,6 +88,9 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         live = list(range(n))
         times: list = []
         hit: list = []
+        work: list = info.setdefault("work", [])  # per step: worker compute ms per slot
+        cpu: list = info.setdefault("cpu", [])  # per step: the most CPU seconds one worker spent on it
+        readd: list = info.setdefault("readd", [])  # per step: CPU seconds of re-adds that came back during it
         while live:
             assert len(times) < 2000, "runaway"
             kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
@@ -95,10 +99,16 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
             t = time.perf_counter()
             h = pool.submit_step([StepItem(rid, pending[rid], rid, 8) for rid in live])
             if kill:  # mid-step, at a random moment of the workers' computation
-                time.sleep(rng.random() * 0.01)
+                delay = rng.random() * 0.01
+                time.sleep(delay)
                 os.kill(rng.choice(pool.worker_pids()), signal.SIGKILL)
+            if forward_s > 0:  # the model's forward: the caller waits on the accelerator, the CPU is free
+                time.sleep(max(0.0, forward_s - (delay if kill else 0.0)))
             res = pool.collect(h)
             times.append(time.perf_counter() - t)
+            work.append({k: round(1e3 * v, 1) for k, v in sorted(h.worker_s.items())})
+            cpu.append(max(h.worker_cpu.values(), default=0.0))
+            readd.append(pool.replay_cpu_s - sum(readd))
             if kill:
                 hit.append(len(times) - 1)
             nxt = []
@@ -119,6 +129,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
                 nxt.append(rid)
             live = nxt
         info["restarts"], info["replays"], info["promoted"] = pool.restarts, pool.replays, pool.promoted
+        info["replay_tokens"] = pool.replay_tokens
         info["run_s"] = time.monotonic() - t0
     return emitted, times, hit
 
@@ -134,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--settle", action="store_true",
                     help="before each kill, let the pool (and the mirror) catch up: faults rarer than a rebuild")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--forward-ms", type=float, default=0.0,
+                    help="a simulated forward pass per step: the caller sleeps this long between submit and "
+                         "collect (the CPU is free then, as while an accelerator runs the model)")
     a = ap.parse_args(argv)
     if a.vocab == "test":
         factory: Any = TEST_VOCAB
@@ -146,29 +160,40 @@ def main(argv: list[str] | None = None) -> None:
         vocab = vocab_for(load_tokenizer(a.vocab))
     specs = _specs(a.requests, a.seed)
     ci: dict = {"vocab": vocab}
-    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, False, ci)
+    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, False, ci, a.forward_ms / 1e3)
     fi: dict = {"vocab": vocab}
-    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, a.settle, fi)
+    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, a.settle, fi,
+                            a.forward_ms / 1e3)
     same = sum(clean[r] == faulty[r] for r in clean)
     p50 = statistics.median(ftimes)
     print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
           f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
-          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']}; "
+          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']} (replaying "
+          f"{fi['replay_tokens']} tokens); "
           f"token-identical to the run without faults: {same}/{len(clean)}")
-    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills; "
+    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills, "
+          f"forward {a.forward_ms:g} ms a step; "
           f"run without faults {ci['run_s']:.1f} s, with "
           f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
           f"ms); max {1e3 * max(ftimes):.1f} ms")
-    worst = 0.0
+    worst = worst_cpu = 0.0
+    cpu50 = statistics.median(fi["cpu"])
+    print(f"CPU of the busiest worker a step (what contention does not stretch): p50 {1e3 * cpu50:.1f} ms")
     for i in hit:
         for j in (i, i + 1):
             if j >= len(ftimes):
                 continue
             base = ctimes[j] if j < len(ctimes) else float("nan")
             worst = max(worst, ftimes[j] / p50)
+            worst_cpu = max(worst_cpu, fi["cpu"][j] / cpu50)
             print(f"  step {j:3d} ({'killed mid-step' if j == i else 'the next one'}): {1e3 * ftimes[j]:7.1f} ms = "
-                  f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults")
-    print(f"worst step hit by or right after a kill: {worst:.2f}x p50")
+                  f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults; "
+                  f"busiest worker's CPU {1e3 * fi['cpu'][j]:.1f} ms = {fi['cpu'][j] / cpu50:.2f}x its p50, "
+                  f"{fi['cpu'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
+                  f"without faults; re-adds' CPU {1e3 * fi['readd'][j]:.0f} ms; worker "
+                  f"compute ms {fi['work'][j]} (without faults {ci['work'][j] if j < len(ci['work']) else '-'})")
+    print(f"worst step hit by or right after a kill: {worst:.2f}x p50 (wall); busiest worker's CPU {worst_cpu:.2f}x "
+          f"its p50")
     if same != len(clean):
         raise SystemExit("tokens differ from the run without faults")
 

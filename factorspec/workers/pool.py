@@ -21,7 +21,11 @@ tokens it had accepted, and their part of outstanding steps is resent (same rows
 with identical masks and no step waits for a process to start. With the mirror on (by default
 where the host has a core for it) the spare also keeps a shadow of every request, and the one
 that takes a dead worker's place serves its requests from their shadows: nothing to compile
-again in that step. A model's vocabulary is built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
+again in that step. A spare runs at low OS priority (worker.SPARE_NICE, where the pool may give
+it its own priority back when it takes a slot) and does its shadow work only while no message
+waits for it, so a replacement's start and the mirror's rebuild take what the serving workers
+leave; a shadow counts once the spare says it is compiled, and a promoted shadow follows the
+tokens it was still behind on at its next step. A model's vocabulary is built once, here, into an image (`TokenizerImage`, given to the workers as a file), so that a
 worker, a replacement included, starts in about a second without importing transformers. A step that overruns its budget
 kills the worker that is late (unless kill_on_timeout=False): the request that worker was busy
 with at the deadline (its progress word in the shared block says which) fails with
@@ -80,10 +84,10 @@ def _default_context() -> Any:
     return mp.get_context("spawn")
 
 
-def _worker_entry(conn_in: Any, conn_out: Any, factory: Any) -> None:
+def _worker_entry(conn_in: Any, conn_out: Any, factory: Any, spare: bool = False) -> None:
     from factorspec.workers.worker import main
 
-    main(conn_in, conn_out, factory)
+    main(conn_in, conn_out, factory, spare)
 
 
 def usable_cores() -> int:
@@ -99,6 +103,20 @@ def mirror_fits(num_workers: int, spares: int) -> bool:
     is not, the mirror's second copy of every request's work slows every fault-free step, and a
     fault (rare) is cheaper paid when it happens (re-adding the dead worker's requests)."""
     return spares > 0 and usable_cores() >= num_workers + spares + 1
+
+
+def _raise_priority(pid: Optional[int]) -> None:
+    """A spare taking a slot returns to this process's priority at once (it lowered its own
+    while spare, see worker.SPARE_NICE; raised from here, it need not first be scheduled, at its
+    low priority, to read its "attach")."""
+    if pid is None or not hasattr(os, "setpriority"):
+        return
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        if os.getpriority(os.PRIO_PROCESS, pid) > mine:
+            os.setpriority(os.PRIO_PROCESS, pid, mine)
+    except OSError:
+        pass  # not allowed here (then the spare never lowered its own), or it is gone
 
 
 SPARE = -1  # the slot index of the warm spare until it takes a dead worker's place
@@ -126,6 +144,7 @@ class _Slot:
         self.what: dict[int, tuple] = {}  # seq -> ("add", rid) | ("step", step_id, rids), until its last reply
         self.inflight_bytes = 0
         self.capacity = 32 * 1024
+        self.applied = 0  # a spare: the last message whose work (deferred mirror work included) is done
 
     def _sender_loop(self) -> None:
         while True:
@@ -154,6 +173,7 @@ class StepHandle:
         self.rows: dict[Any, int] = {}
         self.submitted = time.perf_counter()
         self.worker_s: dict[int, float] = {}  # slot -> worker compute time for the whole step
+        self.worker_cpu: dict[int, float] = {}  # slot -> the CPU time of that (what contention does not stretch)
         # slot -> (worker began, worker finished, parent started reading the reply): perf_counter
         # is CLOCK_MONOTONIC, comparable across processes on one host
         self.spans: dict[int, tuple] = {}
@@ -214,12 +234,15 @@ class MaskWorkerPool:
         self.promoted = 0  # requests a dead worker's place-taker served from its mirror (no re-add)
         self._mirror: Optional[_Slot] = None  # the spare that mirrors every live request
         self._sent: dict[Any, list] = {}  # rid -> every token sent for it (what its mirror has seen)
-        self._mirrored: set = set()  # the requests whose shadow was sent to the current mirror
+        self._shadow_sent: set = set()  # the requests whose shadow was sent to the current mirror
+        self._mirrored: set = set()  # those of them the mirror has compiled (its "added" came back)
         self._lag = min(1.0, step_timeout / 2)  # a worker this far behind its pipe takes no replays
         self.step_timeout, self.start_timeout = step_timeout, start_timeout
         self.assign, self.kill_on_timeout = assign, kill_on_timeout
         self.restarts = 0
         self.replays = 0  # requests moved to another worker after theirs died
+        self.replay_tokens = 0  # tokens those re-adds accepted again
+        self.replay_cpu_s = 0.0  # the workers' CPU time on those re-adds (compile and replay)
         self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
         self._docs: dict[Any, tuple] = {}  # rid -> (spec_doc, prompt): to re-add it elsewhere
         self._hist: dict[Any, list] = {}  # rid -> tokens accepted up to its last good step
@@ -305,6 +328,13 @@ class MaskWorkerPool:
     def spare_pids(self) -> list[int]:
         return [s.pid for s in self._spares if not s.dead and s.pid is not None]
 
+    def mirror_caught_up(self) -> bool:
+        """Whether the mirror has compiled every shadow sent to it and followed every token (a
+        kill now is served from shadows with nothing to catch up). Non-blocking."""
+        self._pump(0)
+        m = self._mirror
+        return m is not None and m.ready and not m.dead and m.applied >= m.seq
+
     def requests(self) -> dict[Any, int]:
         """Live requests and the worker slot each is on."""
         return {rid: s.index for rid, s in self._assign.items()}
@@ -333,8 +363,8 @@ class MaskWorkerPool:
             self._crashes[rid] = 0
             self._send(slot, "add", rid, spec_doc, prompt, what=("add", rid))
             if self._mirror is not None and not self._mirror.dead:
-                self._send(self._mirror, "add", rid, spec_doc, prompt, (), True, what=("add", rid))
-                self._mirrored.add(rid)
+                self._send(self._mirror, "add", rid, spec_doc, prompt, (), True)
+                self._shadow_sent.add(rid)
         if wait:
             deadline = time.monotonic() + (self.step_timeout if timeout is None else timeout)
             while rid not in self._added and rid not in self._failed:
@@ -359,7 +389,8 @@ class MaskWorkerPool:
         self._hist.pop(rid, None)
         self._crashes.pop(rid, None)
         self._sent.pop(rid, None)
-        mirrored = rid in self._mirrored
+        mirrored = rid in self._shadow_sent
+        self._shadow_sent.discard(rid)
         self._mirrored.discard(rid)
         slot = self._assign.pop(rid, None)
         if slot is not None:
@@ -521,7 +552,8 @@ class MaskWorkerPool:
         except OSError:
             pass
         name = "factorspec-mask-worker-" + ("spare" if index == SPARE else str(index))
-        p = self._ctx.Process(target=_worker_entry, args=(r_in, w_out, self._factory), daemon=True, name=name)
+        p = self._ctx.Process(target=_worker_entry, args=(r_in, w_out, self._factory, index == SPARE), daemon=True,
+                              name=name)
         p.start()
         r_in.close()
         w_out.close()
@@ -544,10 +576,10 @@ class MaskWorkerPool:
         self._spares.append(sp)
         if self.mirror and (self._mirror is None or self._mirror.dead):
             self._mirror = sp
-            self._mirrored = set(self._assign)
+            self._shadow_sent, self._mirrored = set(self._assign), set()
             for rid in sorted(self._assign, key=repr):
                 doc, prompt = self._docs[rid]
-                self._send(sp, "add", rid, doc, prompt, tuple(self._sent.get(rid, ())), True, what=("add", rid))
+                self._send(sp, "add", rid, doc, prompt, tuple(self._sent.get(rid, ())), True)
 
     def _take_spare(self, index: int) -> tuple[Optional[_Slot], bool]:
         """The most advanced spare (caught up first, then ready) as the new process of slot
@@ -560,9 +592,10 @@ class MaskWorkerPool:
         mirrored = s is self._mirror and self._fresh(s)
         if s is self._mirror:
             self._mirror = None
-            self._mirrored = set()
+            self._shadow_sent, self._mirrored = set(), set()
         self._spares.remove(s)
         s.index = index
+        _raise_priority(s.pid)
         if self._shm is not None:  # else the constructor attaches every slot once the block exists
             self._attach(s)
         return s, mirrored
@@ -682,7 +715,7 @@ class MaskWorkerPool:
                     self._forget(rid, err)
                     h.results[rid] = StepResult(rid, row, False, None, False, err)
         elif kind == "step":
-            _, seq, step_id, out, (w_begin, w_end) = msg
+            _, seq, step_id, out, (w_begin, w_end, w_cpu) = msg
             t_read = time.perf_counter()
             self._acked(s, seq)
             s.what.pop(seq, None)
@@ -691,6 +724,7 @@ class MaskWorkerPool:
             if h is None or h.pending.pop(key, None) is None:
                 return  # a step already given up on
             h.worker_s[s.index] = h.worker_s.get(s.index, 0.0) + w_end - w_begin
+            h.worker_cpu[s.index] = h.worker_cpu.get(s.index, 0.0) + w_cpu
             h.spans[s.index] = (w_begin, w_end, t_read)
             h.pending_drafts.pop(key, None)
             for rid, ok, payload in out:
@@ -714,16 +748,25 @@ class MaskWorkerPool:
                     self._forget(rid, err)
                     h.results[rid] = StepResult(rid, row, False, None, False, err)
         elif kind == "added":
-            _, seq, rid, err, _dt = msg
+            _, seq, rid, err, _dt = msg[:5]
+            what = s.what.get(seq)
+            if len(msg) > 5 and what is not None and what[-1] == "replay":
+                self.replay_cpu_s += msg[5]
             self._acked(s, seq)
             s.what.pop(seq, None)
-            if self._assign.get(rid) is s:
+            if s.index == SPARE:  # a shadow compiled (its add was read, and acked, long before)
+                if s is self._mirror and err is None and rid in self._shadow_sent:
+                    self._mirrored.add(rid)
+            elif self._assign.get(rid) is s:
                 e = None if err is None else decode_error(rid, err)
                 self._added[rid] = e
                 if e is not None:
                     self._forget(rid, e)
         elif kind == "ack":
             self._acked(s, msg[1])
+        elif kind == "idle":  # a spare has done all it was sent, deferred mirror work included
+            self._acked(s, msg[1])
+            s.applied = max(s.applied, msg[1])
         elif kind == "ready":
             _, pid, words, _vocab_size, _name = msg
             s.ready, s.pid = True, pid
@@ -812,7 +855,7 @@ class MaskWorkerPool:
                 self._spares.remove(s)
             if s is self._mirror:
                 self._mirror = None
-                self._mirrored = set()
+                self._shadow_sent, self._mirrored = set(), set()
             if gave_up:
                 self.spares = len(self._spares)  # the recipe cannot start here: no more spares
             else:
@@ -868,9 +911,11 @@ class MaskWorkerPool:
                 doc, prompt = self._docs[rid]
                 t.rids.add(rid)
                 self._assign[rid] = t
-                self._send(t, "add", rid, doc, prompt, tuple(self._hist.get(rid, ())), what=("add", rid))
+                hist = tuple(self._hist.get(rid, ()))
+                self._send(t, "add", rid, doc, prompt, hist, what=("add", rid, "replay"))
                 moved[rid] = t
                 self.replays += 1
+                self.replay_tokens += len(hist)
         s.rids.clear()
         if took_spare and ns is not None:  # a serving worker keeps no shadows
             self._send(ns, "promote", promoted)

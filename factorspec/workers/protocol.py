@@ -13,9 +13,10 @@ parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_s
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
                    ("ack", seq)                           after attach/remove/advance/promote
-                   ("added", seq, rid, error | None, compile_s)
+                   ("added", seq, rid, error | None, compile_s[, cpu_s])
                    ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
-                   ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end))
+                   ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end, cpu_s))
+                   ("idle", seq)                          a spare has done all it was sent
 payloads: drafts (DraftTree | None, terminated, seconds); tree-step rows (valid, seconds);
 one-phase step (DraftTree, terminated, seconds); a failure: the error triple.
 

@@ -2,6 +2,7 @@
 the shared block and sends drafts back. Imports numpy and the core only (no torch)."""
 from __future__ import annotations
 
+import collections
 import os
 import pickle
 import signal
@@ -43,6 +44,14 @@ class Worker:
         # can take a dead worker's requests at once; and why a shadow ended, if one did
         self.shadows: dict[Any, Matcher] = {}
         self.shadow_failed: dict[Any, tuple] = {}
+        # a mirror's work is deferred to when its pipe is empty (`idle_work`), so that it never
+        # delays a message: shadows to compile (rid -> (doc, prompt, seq of its add)), moves each
+        # shadow has still to follow (rid -> [(tokens, rollback), ...]) and the order to do them in
+        self.shadow_new: dict[Any, tuple] = {}
+        self.shadow_todo: dict[Any, list] = {}
+        self.shadow_queue: collections.deque = collections.deque()
+        self.shadow_queued: set = set()
+        self.behind: dict[Any, list] = {}  # promoted shadows: the moves they have still to follow
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
         self.cancelled: Optional[np.ndarray] = None
@@ -92,19 +101,13 @@ class Worker:
         mirror of a request served elsewhere (see `advance`, `promote`)."""
         if shadow:
             self.shadow_failed.pop(rid, None)
-            try:
-                m = self.compiler.compile(doc).matcher(self.vocab)
-                if prompt:
-                    m.set_prompt(prompt)
-                if replay:
-                    self._advance(m, replay, 0)
-            except Exception as e:  # noqa: BLE001
-                self.shadows.pop(rid, None)
-                self.shadow_failed[rid] = encode_error(e)
-                return self.shadow_failed[rid]
-            self.shadows[rid] = m
+            self.shadows.pop(rid, None)
+            self.shadow_todo[rid] = [(tuple(replay), 0)]
+            self.shadow_new[rid] = (doc, prompt, self.seq)
+            self._schedule(rid)
             return None
         self.failed.pop(rid, None)
+        self.behind.pop(rid, None)
         try:
             m = self.compiler.compile(doc).matcher(self.vocab)
             if prompt:
@@ -118,37 +121,99 @@ class Worker:
         self.matchers[rid] = m
         return None
 
+    def _matcher(self, rid: Any) -> Optional[Matcher]:
+        """The matcher of `rid`, brought up to date first if it is a promoted shadow still behind."""
+        moves = self.behind.pop(rid, None)
+        m = self.matchers.get(rid)
+        if moves and m is not None:
+            for tokens, rollback in moves:
+                self._advance(m, tokens, rollback)
+        return m
+
     def remove(self, rid: Any) -> None:
+        self.behind.pop(rid, None)
         self.matchers.pop(rid, None)
         self.failed.pop(rid, None)
         self.shadows.pop(rid, None)
         self.shadow_failed.pop(rid, None)
+        self.shadow_new.pop(rid, None)
+        self.shadow_todo.pop(rid, None)
 
     def advance(self, moves: list) -> None:
-        """Shadows follow their requests: (rid, tokens, rollback) as sent to the serving worker."""
+        """Shadows follow their requests: (rid, tokens, rollback) as sent to the serving worker.
+        Only noted here; `idle_work` applies them (or `promote`, for the shadows it serves)."""
         for rid, tokens, rollback in moves:
-            m = self.shadows.get(rid)
-            if m is None:
-                continue
-            try:
+            todo = self.shadow_todo.get(rid)
+            if todo is None:
+                if rid not in self.shadows:
+                    continue  # removed, or its shadow failed
+                todo = self.shadow_todo[rid] = []
+            todo.append((tuple(tokens), int(rollback)))
+            self._schedule(rid)
+
+    def _schedule(self, rid: Any) -> None:
+        if rid not in self.shadow_queued:
+            self.shadow_queued.add(rid)
+            self.shadow_queue.append(rid)
+
+    def idle_work(self) -> Optional[tuple]:
+        """One unit of deferred mirror work (compile one shadow, or bring one up to date); returns
+        the reply of a shadow just compiled, ("added", seq of its add, rid, error, seconds)."""
+        while self.shadow_queue:
+            rid = self.shadow_queue.popleft()
+            self.shadow_queued.discard(rid)
+            new = self.shadow_new.get(rid)
+            if new is not None or self.shadow_todo.get(rid):
+                t0 = time.perf_counter()
+                err = self._catch_up(rid)
+                return None if new is None else ("added", new[2], rid, err, time.perf_counter() - t0)
+        return None
+
+    def has_idle_work(self) -> bool:
+        return bool(self.shadow_queue)
+
+    def _catch_up(self, rid: Any) -> Optional[tuple]:
+        """Compile `rid`'s shadow if it is new and apply the moves it has still to follow; the
+        error that ended it, if one did (the serving worker fails it the same way)."""
+        new = self.shadow_new.pop(rid, None)
+        moves = self.shadow_todo.pop(rid, [])
+        try:
+            if new is not None:
+                doc, prompt, _seq = new
+                m = self.compiler.compile(doc).matcher(self.vocab)
+                if prompt:
+                    m.set_prompt(prompt)
+                self.shadows[rid] = m
+            m = self.shadows[rid]
+            for tokens, rollback in moves:
                 self._advance(m, tokens, rollback)
-            except Exception as e:  # noqa: BLE001 - the serving worker fails it the same way
-                del self.shadows[rid]
-                self.shadow_failed[rid] = encode_error(e)
+        except Exception as e:  # noqa: BLE001
+            self.shadows.pop(rid, None)
+            self.shadow_failed[rid] = encode_error(e)
+            return self.shadow_failed[rid]
+        return None
 
     def promote(self, rids: list) -> None:
-        """This mirror now serves `rids` (its shadows become their matchers); the other shadows
-        are dropped (a serving worker mirrors nothing)."""
+        """This mirror now serves `rids` (its shadows, brought up to date, become their
+        matchers); the other shadows are dropped (a serving worker mirrors nothing)."""
         for rid in rids:
+            if rid in self.shadow_new:  # (rare: the pool promotes only shadows said compiled)
+                self._catch_up(rid)
             m = self.shadows.pop(rid, None)
             if m is not None:
                 self.matchers[rid] = m
                 self.failed.pop(rid, None)
+                if self.shadow_todo.get(rid):  # followed at its next step (`_matcher`), as part of it
+                    self.behind[rid] = self.shadow_todo.pop(rid)
             else:
                 self.failed[rid] = self.shadow_failed.get(rid) or (
                     "RequestFailed", "its mirror was not on the worker that took over", "")
         self.shadows.clear()
         self.shadow_failed.clear()
+        self.shadow_new.clear()
+        self.shadow_todo.clear()
+        self.shadow_queue.clear()
+        self.shadow_queued.clear()
 
     def _cancelled_step(self, step_id: int) -> bool:
         return self.cancelled is not None and self.cancelled[self.slot] >= step_id
@@ -176,7 +241,11 @@ class Worker:
             rid, row, width = it.rid, it.row, it.draft_width
             self.mark(k)
             t0 = time.perf_counter()
-            m = self.matchers.get(rid)
+            try:
+                m = self._matcher(rid)
+            except Exception as e:  # noqa: BLE001 - its serving worker would have failed it the same way
+                out.append(self._fail(rid, e, row))
+                continue
             if m is None:
                 out.append(self._unknown(rid, row))
                 continue
@@ -233,7 +302,10 @@ class Worker:
         """A one-phase step of one request: its root row, then its draft."""
         rid, row, width = it.rid, it.row, it.draft_width
         t0 = time.perf_counter()
-        m = self.matchers.get(rid)
+        try:
+            m = self._matcher(rid)
+        except Exception as e:  # noqa: BLE001 - its serving worker would have failed it the same way
+            return self._fail(rid, e, row)
         if m is None:
             return self._unknown(rid, row)
         try:
@@ -266,9 +338,55 @@ class Worker:
                 pass
 
 
-def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
-    """Process entry point: serve messages until "close" or until the parent goes away."""
+SPARE_NICE = 19  # a spare's priority (nice value) until it takes a slot, where it may return to its own
+
+
+def _can_renice(base: int) -> bool:
+    """Whether this process may return to nice value `base` after lowering its priority (root,
+    or an RLIMIT_NICE that allows it; otherwise a spare keeps the priority it started with)."""
+    try:
+        import resource
+
+        if os.geteuid() == 0:
+            return True
+        soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+        return soft == resource.RLIM_INFINITY or 20 - soft <= base
+    except (ImportError, AttributeError, OSError, ValueError):
+        return False
+
+
+class _Priority:
+    """A spare (and the mirror's work on it) runs at low OS priority, so that a replacement's
+    start and a mirror's rebuild take only what the serving workers leave; it returns to the
+    pool's priority when it takes a slot (attach)."""
+
+    def __init__(self, spare: bool) -> None:
+        self.base: Optional[int] = None
+        if spare and hasattr(os, "getpriority"):
+            base = os.getpriority(os.PRIO_PROCESS, 0)
+            if base < SPARE_NICE and _can_renice(base):
+                try:
+                    os.setpriority(os.PRIO_PROCESS, 0, SPARE_NICE)
+                    self.base = base
+                except OSError:
+                    pass
+
+    def restore(self) -> None:
+        if self.base is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, 0, self.base)
+            except OSError:
+                pass
+            self.base = None
+
+
+def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: bool = False) -> None:
+    """Process entry point: serve messages until "close" or until the parent goes away. A spare
+    (`spare`) runs at low priority until it is attached to a slot, and does its mirror work
+    (`Worker.idle_work`) only while no message waits; whenever it has done everything it was
+    sent it says so (("idle", seq))."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    prio = _Priority(spare)
     try:
         vocab = vocab_factory()
     except Exception as e:  # noqa: BLE001
@@ -276,8 +394,17 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
         return
     w = Worker(vocab)
     conn_out.send(("ready", os.getpid(), vocab.words, vocab.vocab_size, vocab.name))
+    idle_said = 0
     try:
         while True:
+            if w.has_idle_work() and not conn_in.poll(0):
+                reply = w.idle_work()
+                if reply is not None:
+                    conn_out.send(reply)
+                if not w.has_idle_work() and w.seq > idle_said:
+                    conn_out.send(("idle", w.seq))
+                    idle_said = w.seq
+                continue
             try:
                 msg = pickle.loads(conn_in.recv_bytes())
             except (EOFError, OSError):
@@ -285,22 +412,25 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             kind, seq = msg[0], msg[1]
             w.seq = seq
             if kind == "step" and len(msg) > 4 and msg[4]:  # two-phase: drafts first, then rows
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 first, todo = w.tree_drafts(msg[3])
                 conn_out.send(("drafts", seq, msg[2], first))
                 out = [e for e in first if not e[1]] + w.tree_rows(msg[2], todo)
                 t1 = time.perf_counter()
-                conn_out.send(("step", seq, msg[2], out, (t0, t1)))
+                conn_out.send(("step", seq, msg[2], out, (t0, t1, time.thread_time() - c0)))
             elif kind == "step":
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 out = w.step(msg[2], msg[3])
                 t1 = time.perf_counter()
-                conn_out.send(("step", seq, msg[2], out, (t0, t1)))
+                conn_out.send(("step", seq, msg[2], out, (t0, t1, time.thread_time() - c0)))
+            elif kind == "add" and len(msg) > 6 and msg[6]:  # a shadow: compiled when idle, "added" then
+                w.add(*msg[2:])
+                conn_out.send(("ack", seq))
             elif kind == "add":
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 w.mark(0)
                 err = w.add(*msg[2:])
-                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0))
+                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0, time.thread_time() - c0))
             elif kind == "advance":
                 w.advance(msg[2])
                 conn_out.send(("ack", seq))
@@ -311,6 +441,7 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
                 w.remove(msg[2])
                 conn_out.send(("ack", seq))
             elif kind == "attach":
+                prio.restore()
                 try:
                     w.attach(*msg[2:])
                 except Exception as e:  # noqa: BLE001
@@ -320,6 +451,9 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any]) -> None:
             elif kind == "close":
                 return
             w.mark(-1)
+            if w.bitmask is None and not w.has_idle_work() and seq > idle_said:
+                conn_out.send(("idle", seq))
+                idle_said = seq
     except (BrokenPipeError, EOFError, OSError):
         return
     finally:

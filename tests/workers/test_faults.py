@@ -91,11 +91,12 @@ def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int 
 
 
 def _wait_caught_up(pool: MaskWorkerPool, timeout: float = 30.0) -> None:
-    """Until the mirror spare has built its vocabulary and every shadow sent to it."""
+    """Until the mirror spare has built its vocabulary, compiled every shadow sent to it and
+    followed its tokens."""
     deadline = time.monotonic() + timeout
-    while not (pool._mirror is not None and pool._mirror.ready and not pool._mirror.inflight):
+    while not pool.mirror_caught_up():
         assert time.monotonic() < deadline, "the mirror did not catch up"
-        pool.request_error("-")  # reads the pipes
+        time.sleep(0.005)  # (mirror_caught_up reads the pipes)
 
 
 def _valid(spec: dict, tokens: list) -> bool:

@@ -34,12 +34,12 @@ class _BadVocab:
 
 
 def _wait_caught_up(pool: MaskWorkerPool, timeout: float = 30.0) -> None:
-    """Until the mirror spare has built its vocabulary and every request's shadow (a mirror
-    that is behind takes a dead worker's place but its requests are re-added elsewhere)."""
+    """Until the mirror spare has built its vocabulary, compiled every request's shadow and
+    followed its tokens (a shadow not compiled yet when its worker dies is re-added elsewhere)."""
     deadline = time.monotonic() + timeout
-    while not (pool._mirror is not None and pool._mirror.ready and not pool._mirror.inflight):
+    while not pool.mirror_caught_up():
         assert time.monotonic() < deadline, "the mirror did not start"
-        pool.request_error("-")  # reads the pipes
+        time.sleep(0.005)  # (mirror_caught_up reads the pipes)
 
 
 def _local(spec: dict) -> Matcher:
