@@ -324,6 +324,19 @@ class _Search:
             return sol
         return self._dfs(D, [], ent, root_ticked=True)
 
+    def quick(self, D: list) -> tuple[bool, Optional[list]]:
+        """Propagation and the linear fill alone, no branching: (True, a solution), (True, None)
+        when propagation refutes D, or (False, None) when they do not decide. Backends ask this
+        before their own search: it costs O(size of the factors)."""
+        D = list(D)
+        if not self.propagate(D):
+            return True, None
+        sol = fill(self, D)
+        if sol is not None:
+            self.p.stats.fills += 1
+            return True, sol
+        return False, None
+
     def _frame(self, D: list, changed: Optional[Iterable[int]], ent: set, start: int) -> Any:
         """Enter one search node: a leaf's solution (a list), None for a dead node, or the node's
         `_Frame` to branch from."""
