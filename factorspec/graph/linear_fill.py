@@ -146,6 +146,20 @@ def _least(v: Any, occ: list, lo: int) -> int:
     return best
 
 
+_SORTED: dict[frozenset, list[int]] = {}
+
+
+def _sorted(d: frozenset) -> list[int]:
+    """A small domain's values in increasing order (cached: along a fill most items share a few
+    domains, and a frozenset keeps its hash)."""
+    got = _SORTED.get(d)
+    if got is None:
+        if len(_SORTED) > 4096:
+            _SORTED.clear()
+        got = _SORTED[d] = sorted(d)
+    return got
+
+
 def fill(s: _Search, D: list) -> Optional[list]:
     """A solution extending D (propagated) by the linear fill, or None when the fill does not
     apply (a factor that is neither entailed nor linear; globals that pick the branching order)
@@ -191,11 +205,11 @@ def fill(s: _Search, D: list) -> Optional[list]:
         if not where or (v.guard is not None and as_bool(v.guard.fwd(W)) == (0, 0)):
             cands: Any = [dmin(d)]  # unconstrained (or an absent slot): the search takes its least value
         else:
-            k0 = _least(v, where, dmin(d))
-            if isinstance(d, frozenset):
-                cands = sorted(k for k in d if k >= k0)
-            else:
-                cands = range(max(k0, d[0]), min(d[1], max(k0, d[0]) + INTERVAL_TRIES - 1) + 1)
+            if isinstance(d, frozenset):  # a small domain: its values upwards (each test O(1))
+                cands = _sorted(d)
+            else:  # a huge one: upwards from the least value its plain occurrences allow
+                k0 = max(_least(v, where, d[0]), d[0])
+                cands = range(k0, min(d[1], k0 + INTERVAL_TRIES - 1) + 1)
         for k in cands:
             W[vid] = frozenset([k])
             new = []
