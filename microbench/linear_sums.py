@@ -20,8 +20,9 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
 from factorspec.graph import compile_spec

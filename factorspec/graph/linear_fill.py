@@ -7,8 +7,12 @@ linear relation it occurs in within reach of its target under running bounds (su
 least and greatest values), updated per changed term, not re-read per variable: O(terms) for
 the whole fill.
 
+For `==` it also follows congruence: where every open term moves the sum by multiples of an
+integer step, the sum can only meet 0 if its least value is a multiple of their gcd (so
+`total == sum(3 * x for x ...)` never fills total with a value 3 does not divide).
+
 Exactness: the fill only proposes a record; the solver accepts it only when every factor holds
-on it exactly (`_Search._exact`), and otherwise searches as before. The bounds test is a
+on it exactly (`_Search._exact`), and otherwise searches as before. The bounds (and congruence) test is a
 necessary condition of a value having a completion, so a value it refuses has none; hence when
 the fill completes, its record is the least one in branch order: the very record the search
 finds first (answers do not depend on whether the fill succeeded).
@@ -93,12 +97,52 @@ def _plain(t: Node) -> bool:
 class _Rel:
     """One linear relation during a fill: its running bounds and each term's share of them."""
 
-    __slots__ = ("op", "terms", "lo", "hi", "slo", "shi")
+    __slots__ = ("op", "terms", "lo", "hi", "slo", "shi", "steps")
 
     def __init__(self, op: str, terms: list[tuple[Any, Node]], lo: list, hi: list, const: Any) -> None:
         self.op, self.terms, self.lo, self.hi = op, terms, lo, hi
         self.slo = const + sum(lo)
         self.shi = const + sum(hi)
+        # for `==`: how many open terms move the sum by each integer step (coef * var step);
+        # None when some open term is not such a plain term (then no congruence is followed)
+        self.steps: Optional[dict[int, int]] = {} if op == "==" else None
+
+    def congruent(self, slo: Any, fixed: list[int]) -> bool:
+        """With the terms `fixed` decided, can the open terms still bring the sum to 0 modulo
+        the gcd g of their steps? Every completion's sum is slo plus a multiple of g (each
+        open term moves by multiples of its step from its least value), so slo % g must be 0."""
+        if not self.steps:
+            return True
+        left = dict(self.steps)
+        for ti in fixed:
+            st = _step(self.terms[ti])
+            if st is not None:
+                left[st] -= 1
+        g = 0
+        for st, k in left.items():
+            if k:
+                g = math.gcd(g, st)
+        return g <= 1 or slo % g == 0
+
+    def decide(self, fixed: list[int]) -> None:
+        if self.steps:
+            for ti in fixed:
+                st = _step(self.terms[ti])
+                if st is not None:
+                    self.steps[st] -= 1
+
+
+def _step(term: tuple[Any, Node]) -> Optional[int]:
+    """coef * var step of a plain integer term, or None."""
+    c, t = term
+    if not _plain(t):
+        return None
+    st = c * t.var.step  # type: ignore[attr-defined]
+    if isinstance(st, Fraction):
+        if st.denominator != 1:
+            return None
+        st = int(st)
+    return abs(st) if isinstance(st, int) else None
 
 
 def _bounds(c: Any, t: Node, D: list) -> Optional[tuple[Any, Any]]:
@@ -189,9 +233,17 @@ def fill(s: _Search, D: list) -> Optional[list]:
     occ: dict[int, dict[int, tuple[_Rel, list[int]]]] = {}
     for ri, rel in enumerate(rels):
         for ti, (_c, t) in enumerate(rel.terms):
+            opened = False
             for u in t.vars:
                 if u in open_:
+                    opened = True
                     occ.setdefault(u, {}).setdefault(ri, (rel, []))[1].append(ti)
+            if opened and rel.steps is not None:
+                st = _step(rel.terms[ti])
+                if st is None:
+                    rel.steps = None
+                else:
+                    rel.steps[st] = rel.steps.get(st, 0) + 1
     deadline = s.deadline
     for n, vid in enumerate(p.branch_order):
         d = W[vid]
@@ -226,7 +278,8 @@ def fill(s: _Search, D: list) -> Optional[list]:
                     dlo += b[0] - rel.lo[ti]
                     dhi += b[1] - rel.hi[ti]
                     got.append((ti, b))
-                if not ok or not _within(rel.op, rel.slo + dlo, rel.shi + dhi):
+                if not ok or not _within(rel.op, rel.slo + dlo, rel.shi + dhi) \
+                        or not rel.congruent(rel.slo + dlo, tis):
                     ok = False
                     break
                 new.append((rel, dlo, dhi, got))
@@ -234,6 +287,7 @@ def fill(s: _Search, D: list) -> Optional[list]:
                 for rel, dlo, dhi, got in new:
                     rel.slo += dlo
                     rel.shi += dhi
+                    rel.decide([ti for ti, _b in got])
                     for ti, b in got:
                         rel.lo[ti], rel.hi[ti] = b
                 break
