@@ -13,6 +13,8 @@ SUBCOMMANDS: dict[str, str] = {
     "masks": "mask time per token and certain/jump-forward shares, FactorSpec vs xgrammar (Qwen)",
     "jsonschemabench": "JSONSchemaBench side by side: FactorSpec, xgrammar, llguidance (compile, mask time "
                        "per token on one walk, soundness by jsonschema); --sample N --seed S",
+    "linear_sums": "sum / count / weighted sums over 200-5,000 fixed items: solve, check, feasible_values, "
+                   "exists and a matcher walk per backend (issue #14)",
 }
 _MODULES: dict[str, str] = {}
 

@@ -7,7 +7,6 @@ so answers are exact: no value is kept that no valid record has, none is dropped
 """
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +31,7 @@ from factorspec.graph.expr import F, Node, T, Var, VarRef, as_bool
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.registry import post_globals
 from factorspec.graph.ground import Factor
+from factorspec.graph.linear_fill import fill
 
 SUPPORTS = True  # feasible_values by supports with a complete backend (State._supports)
 
@@ -58,6 +58,7 @@ class Stats:
     nodes: int = 0
     witness_hits: int = 0
     backend_fallbacks: int = 0  # CP-SAT solutions of a relaxation that broke a factor
+    fills: int = 0  # solutions found by the linear fill, without branching
 
 
 class Problem:
@@ -122,6 +123,19 @@ class Problem:
 
     def initial_domains(self) -> list:
         return [dom_range(v.lo, v.hi) for v in self.vars]
+
+
+class _Frame:
+    """One open node of the explicit-stack search: its propagated domains, entailed nodes, nogood
+    key (None until needed), the variable it branches on, its branches and the next one to try,
+    where its `_pick` scan stopped, and (counting) the solutions found before it was entered."""
+
+    __slots__ = ("D", "ent", "key", "vid", "branches", "next", "at", "found")
+
+    def __init__(self, D: list, ent: set, key: Optional[tuple], vid: int, branches: list, at: int) -> None:
+        self.D, self.ent, self.key, self.vid, self.branches, self.at = D, ent, key, vid, branches, at
+        self.next = 0
+        self.found = 0
 
 
 class _Search:
@@ -193,9 +207,14 @@ class _Search:
                         (queue if cj < nf else gqueue).append(cj)
         return True
 
-    def _pick(self, D: list) -> Optional[int]:
+    def _pick(self, D: list, start: int = 0) -> tuple[Optional[int], int]:
+        """(the variable to branch on, where in `branch_order` the scan stopped), or (None, end)
+        when every variable is decided. The scan starts at `start`: a child node's variables
+        before its parent's stop are decided already (domains only shrink along a path)."""
         pickers = self.p.pickers
-        for vid in self.p.branch_order:
+        order = self.p.branch_order
+        for at in range(start, len(order)):
+            vid = order[at]
             s = dsize(D[vid])
             if s <= 1:
                 continue
@@ -208,12 +227,12 @@ class _Search:
                         best = hint
                 pickers = []
                 if best is not None:
-                    return best[-1]
+                    return best[-1], at
             if v.guard is not None and as_bool(v.guard.fwd(D)) == F:
                 D[vid] = frozenset([dmin(D[vid])])  # absent slot: its value does not matter
                 continue
-            return vid  # structure first, then slots in document order
-        return None
+            return vid, at  # structure first, then slots in document order
+        return None, len(order)
 
     def _key(self, D: list) -> tuple:
         """What the rest of the search depends on: the open variables' domains, and for each factor
@@ -288,64 +307,113 @@ class _Search:
         return out
 
     def solve(self, D: list, changed: Optional[Iterable[int]] = None) -> Optional[list]:
-        """One solution (a list of internal values) extending D, or None."""
-        self.p.stats.searches += 1
-        try:
-            return self._dfs(list(D), changed, set())
-        except RecursionError:  # branching on huge interval domains nests too deeply
-            raise BudgetExceeded("search depth", sys.getrecursionlimit(), self.nodes) from None
+        """One solution (a list of internal values) extending D, or None.
 
-    def _dfs(self, D: list, changed: Optional[Iterable[int]], ent: set) -> Optional[list]:
+        First a linear fill (`linear_fill.fill`: open variables that only linear relations
+        constrain are given their least values by running bounds, no branching; its answer is
+        the same record the search would find first, or nothing), then the search."""
+        self.p.stats.searches += 1
+        D = list(D)
+        ent: set = set()
         self._tick()
         if not self.propagate(D, changed, ent):
             return None
-        vid = self._pick(D)
+        sol = fill(self, D)
+        if sol is not None:
+            self.p.stats.fills += 1
+            return sol
+        return self._dfs(D, [], ent, root_ticked=True)
+
+    def quick(self, D: list) -> tuple[bool, Optional[list]]:
+        """Propagation and the linear fill alone, no branching: (True, a solution), (True, None)
+        when propagation refutes D, or (False, None) when they do not decide. Backends ask this
+        before their own search: it costs O(size of the factors)."""
+        D = list(D)
+        if not self.propagate(D):
+            return True, None
+        sol = fill(self, D)
+        if sol is not None:
+            self.p.stats.fills += 1
+            return True, sol
+        return False, None
+
+    def _frame(self, D: list, changed: Optional[Iterable[int]], ent: set, start: int) -> Any:
+        """Enter one search node: a leaf's solution (a list), None for a dead node, or the node's
+        `_Frame` to branch from."""
+        self._tick()
+        if not self.propagate(D, changed, ent):
+            return None
+        vid, at = self._pick(D, start)
         if vid is None:
             return [dmin(d) for d in D] if self._exact(D) else None
-        key = self._key(D)
-        if key in self.p.nogoods:
+        key = self._key(D) if self.p.nogoods else None
+        if key is not None and key in self.p.nogoods:
             return None
-        for b in self._branches(D[vid]):
-            D2 = list(D)
-            D2[vid] = b
-            sol = self._dfs(D2, [vid], set(ent))
-            if sol is not None:
-                return sol
-        self._remember_failure(key)
-        return None
+        return _Frame(D, ent, key, vid, self._branches(D[vid]), at)
+
+    def _failed(self, fr: _Frame) -> None:
+        """Remember that fr's node has no solution (its key is computed only now, and only for
+        failed nodes, unless nogoods exist to look it up on entry)."""
+        self._remember_failure(fr.key if fr.key is not None else self._key(fr.D))
+
+    def _child(self, fr: _Frame) -> Any:
+        """Enter fr's next branch (see `_frame`)."""
+        b = fr.branches[fr.next]
+        fr.next += 1
+        D = list(fr.D)
+        D[fr.vid] = b
+        return self._frame(D, [fr.vid], set(fr.ent), fr.at)
+
+    def _dfs(self, D: list, changed: Optional[Iterable[int]], ent: set, root_ticked: bool = False) -> Optional[list]:
+        """Depth-first search with an explicit stack (no recursion: the depth grows with the
+        number of decided items, which may be thousands). Branches take least values first, so
+        the first solution found is the least one in branch order."""
+        if root_ticked:  # the root node's propagation is done (and counted) by the caller
+            self.nodes -= 1
+            self.p.stats.nodes -= 1
+        got = self._frame(D, changed, ent, 0)
+        stack: list[_Frame] = []
+        while True:
+            if isinstance(got, _Frame):
+                stack.append(got)
+            elif got is not None:
+                return got
+            while stack:
+                fr = stack[-1]
+                if fr.next < len(fr.branches):
+                    got = self._child(fr)
+                    break
+                self._failed(fr)
+                stack.pop()
+            else:
+                return None
 
     def count(self, D: list, limit: int, on_solution: Optional[Callable[[list], None]] = None) -> int:
+        """Number of solutions extending D (at most about `limit`), by the same explicit-stack
+        search; `on_solution` sees each one."""
         self.p.stats.searches += 1
-        try:
-            return self._count(list(D), None, limit, on_solution, set())
-        except RecursionError:
-            raise BudgetExceeded("search depth", sys.getrecursionlimit(), self.nodes) from None
-
-    def _count(self, D: list, changed: Optional[Iterable[int]], limit: int,
-               on_solution: Optional[Callable[[list], None]], ent: set) -> int:
-        self._tick()
-        if not self.propagate(D, changed, ent):
-            return 0
-        vid = self._pick(D)
-        if vid is None:
-            if not self._exact(D):
-                return 0
-            if on_solution:
-                on_solution([dmin(d) for d in D])
-            return 1
-        key = self._key(D)
-        if key in self.p.nogoods:
-            return 0
+        D = list(D)
+        got = self._frame(D, None, set(), 0)
+        stack: list[_Frame] = []
         total = 0
-        for b in self._branches(D[vid]):
-            D2 = list(D)
-            D2[vid] = b
-            total += self._count(D2, [vid], limit - total, on_solution, set(ent))
-            if total >= limit:
-                break
-        if total == 0:
-            self._remember_failure(key)
-        return total
+        while True:
+            if isinstance(got, _Frame):
+                got.found = total  # solutions found before it: those under it are total - found
+                stack.append(got)
+            elif got is not None:
+                if on_solution:
+                    on_solution(got)
+                total += 1
+            while stack:
+                fr = stack[-1]
+                if total < limit and fr.next < len(fr.branches):
+                    got = self._child(fr)
+                    break
+                if total == fr.found:
+                    self._failed(fr)
+                stack.pop()
+            else:
+                return total
 
 
 class State:

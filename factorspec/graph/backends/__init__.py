@@ -3,8 +3,9 @@
   cpsat.py   the grounded factors as an OR-tools CP-SAT model (a relaxation where a node has no
              exact translation); its answers are exact: INFEASIBLE on a relaxation proves
              infeasibility, and a solution counts only once every factor holds on it exactly
-  portfolio  (`solve_portfolio` below) `own`, `cpsat` or `auto`: the own search with a small
-             budget first, then CP-SAT, then the own search again with what is left
+  portfolio  (`solve_portfolio` below) `own`, `cpsat` or `auto`: propagation and the linear fill
+             first (every mode: exact and O(size)), then for `auto` the own search with a small
+             budget, then CP-SAT, then the own search again with what is left
 
 `ortools` is imported lazily, inside cpsat.py's functions: the core imports without it, and
 `auto` is `own` where it is absent.
@@ -61,7 +62,14 @@ def solve_portfolio(s: _Search, D: list) -> Optional[list]:
     from factorspec.graph.backends import cpsat
 
     mode = check_backend(s.budget.backend)
-    if mode == "own" or not cpsat.available():
+    if mode == "own":
+        return s.solve(D)
+    # propagation and the linear fill first: no model, no search (and no import of ortools,
+    # which takes seconds, where they decide)
+    decided, sol = s.quick(D)
+    if decided:
+        return sol
+    if not cpsat.available():
         return s.solve(D)
     p = s.p
     tally = p.backend_cache.setdefault("auto", {"own_missed": 0})

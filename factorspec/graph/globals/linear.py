@@ -107,6 +107,9 @@ class Offsets:
         self.parent[ru], self.off[ru] = rw, ow + c - ou
 
 
+_BOUNDS: dict[frozenset, tuple[int, int]] = {}  # least and greatest value of small domains seen
+
+
 class LinSum(Node):
     """sum(coef * term) + const over any number of terms, as one flat node.
 
@@ -130,7 +133,12 @@ class LinSum(Node):
             if type(t) is VarRef and t.var.values is None:  # a plain number slot: read its domain
                 d = D[t.var.id]
                 if isinstance(d, frozenset):
-                    lo, hi = min(d), max(d)
+                    b = _BOUNDS.get(d)
+                    if b is None:
+                        if len(_BOUNDS) > 4096:
+                            _BOUNDS.clear()
+                        b = _BOUNDS[d] = (min(d), max(d))
+                    lo, hi = b
                 else:
                     lo, hi = d
                 cs = c * t.var.step
