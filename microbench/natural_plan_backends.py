@@ -29,8 +29,9 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from benchmarks.natural_plan import generate_file, golden_record, parse_instance, to_spec
 from factorspec.data import natural_plan_file
@@ -74,7 +75,7 @@ def solver_rows(sizes: tuple[int, ...], count: int, big_count: int) -> dict[str,
         got = instances(n, count if n <= 10 else big_count)
         load = [round(x, 2) for x in os.getloadavg()]
         walks = []
-        for source, p in got:
+        for _, p in got:
             w = F.walk_backends(to_spec(p), 10**6, keep_times=True)
             walks.append(w)
             print(f"{n} cities {p.id}: " + json.dumps({be: {k: v for k, v in w[be].items() if "times" not in k}

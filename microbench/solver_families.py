@@ -448,11 +448,12 @@ def backends_main(fams: list[str], natplan: tuple = NATPLAN) -> None:
           + f"). Each question under a {BUDGET_S} s budget (`Budget(backend=...)`); a question past it is a budget hit "
           "and enters the percentiles at the budget. Questions: the root search, `value_bounds` where named, then "
           "`feasible_values` of each slot along one decoding walk (smallest feasible value taken), the three "
-          "backends asked in turn at each slot. NATURAL PLAN rows (`python -m microbench.natural_plan_backends solver`, "
-          "microbench/natural_plan_backends.py) pool the walks of the instances named in the .json: the shared data's "
-          "first instances by id up to 10 cities, the seeded generator's (`benchmarks.natural_plan.generate`, seed 0) "
-          "beyond; every slot of the trip is asked (3 per city). Rows come from separate runs (the date above is "
-          "the last run's). Wall-clock ms on a shared 2-core machine; load average (1, 5, 15 "
+          "backends asked in turn at each slot. NATURAL PLAN rows (microbench/natural_plan_backends.py, "
+          "`python -m microbench.natural_plan_backends solver`) pool the walks of the instances named in "
+          "the .json: the shared data's first instances by id up to 10 cities, the seeded generator's "
+          "(`benchmarks.natural_plan.generate`, seed 0) beyond; every slot of the trip is asked (3 per "
+          "city). Rows come from separate runs (the date above is the last run's). "
+          "Wall-clock ms on a shared 2-core machine; load average (1, 5, 15 "
           "min) at the row's start and end beside each row.", "",
           "Cells: wall p50 / p99 ms [CPU p50 / p99 ms of this thread, which CP-SAT's one worker runs on] "
           "(budget hits).", "",
