@@ -185,7 +185,7 @@ def decode_instance(problem: Any, vocab: Any, backend: str, seeds: tuple[int, ..
 
 
 def decode_main(sizes: tuple[int, ...], count: int, big_count: int, backends: list[str], seeds: tuple[int, ...],
-                seconds: float) -> None:
+                seconds: float, big_seeds: tuple[int, ...] = (1,)) -> None:
     from factorspec.graph.backends import cpsat
 
     cpsat.available()
@@ -201,7 +201,9 @@ def decode_main(sizes: tuple[int, ...], count: int, big_count: int, backends: li
             row: dict[str, Any] = {"id": p.id, "cities": p.n, "source": source,
                                    "load": [round(x, 2) for x in os.getloadavg()]}
             for be in backends:
-                row[be] = decode_instance(p, vocab, be, seeds, seconds)
+                row[be] = decode_instance(p, vocab, be, seeds if n <= 10 else big_seeds, seconds)
+                for v in row[be].values():  # records are long and their digest is in text_sha
+                    v.pop("record", None)
             ref = row[backends[0]]
             row["same"] = all({k: v for k, v in row[be][mdl].items() if k not in ("wall_s", "cpu_s")}
                               == {k: v for k, v in ref[mdl].items() if k not in ("wall_s", "cpu_s")}
@@ -210,12 +212,14 @@ def decode_main(sizes: tuple[int, ...], count: int, big_count: int, backends: li
             brief = {be: {mdl: {k: r.get(k) for k in ("tokens_per_verify_step", "budget_hit", "wall_s", "trace")}
                           for mdl, r in row[be].items()} for be in backends}
             print(f"{n} cities {p.id}: same={row['same']} {json.dumps(brief)}", file=sys.stderr, flush=True)
+            _write(doc)  # after each instance: a long run cut short keeps what it measured
+    doc["complete"] = True
+    _write(doc)
+
+
+def _write(doc: dict) -> None:
     doc["load_end"] = [round(x, 2) for x in os.getloadavg()]
     out = RESULTS / "natural_plan_decode.json"
-    for r in doc["instances"]:  # records are long and their digest is in text_sha
-        for be in backends:
-            for v in r[be].values():
-                v.pop("record", None)
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     write_decode_md(out.with_suffix(".md"), doc)
 
@@ -225,13 +229,14 @@ def write_decode_md(path: Path, doc: dict) -> None:
     lines = ["# NATURAL PLAN decoding under each solver backend (no model)", "",
              f"`python -m microbench.natural_plan_backends decode` ({doc['date']}); tokenizer {doc['tokenizer']}, "
              f"draft width {doc['width']}, {doc['budget_s']} s budget per solver question. Load average (1, 5, 15 min) "
-             f"at start {doc['load_start']}, end {doc['load_end']} (shared 2-core machine; times are wall clock).", "",
+             f"at start {doc['load_start']}, end {doc['load_end']} (shared 2-core machine; times are wall clock)."
+             + ("" if doc.get("complete") else " **Partial: the run was cut before its last instance.**"), "",
              "Per instance and scripted model (teacher: the golden plan; uniform: a seeded uniform choice among the "
              "allowed tokens): tokens / verify steps (tokens per verify step), drafted certain tokens, accepted draft "
              "tokens, budget hits, wall s, per backend. `same`: every mask, draft tree, record and count identical "
              "across backends (a digest of all masks and drafts is in the .json as `trace`).", "",
-             "| cities | instance | model | " + " | ".join(bes) + " | same |",
-             "|---|---|---|" + "---|" * len(bes) + "---|"]
+             "| cities | instance | model | " + " | ".join(bes) + " | same | load |",
+             "|---|---|---|" + "---|" * len(bes) + "---|---|"]
     for r in doc["instances"]:
         for mdl in r[bes[0]]:
             cells = []
@@ -242,7 +247,7 @@ def write_decode_md(path: Path, doc: dict) -> None:
                 else:
                     cells.append(f"{x['tokens']} / {x['verify_steps']} ({x['tokens_per_verify_step']}), certain "
                                  f"{x['drafted_certain']}, acc {x['accepted']}, valid {x['valid']}, {x['wall_s']} s")
-            lines.append(f"| {r['cities']} | {r['id']} | {mdl} | " + " | ".join(cells) + f" | {r['same']} |")
+            lines.append(f"| {r['cities']} | {r['id']} | {mdl} | " + " | ".join(cells) + f" | {r['same']} | {r['load'][0]} |")
     hits = {be: sum(v.get("budget_hit", False) for r in doc["instances"] for v in r[be].values()) for be in bes}
     lines += ["", f"Budget hits: {hits}. Instances with any difference: "
               f"{[r['id'] for r in doc['instances'] if not r['same']] or 'none'}.", ""]
@@ -257,7 +262,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--instances", type=int, default=3, help="instances per shared city count (10 or fewer)")
     ap.add_argument("--generated", type=int, default=1, help="instances per generated city count")
     ap.add_argument("--backends", default="own,auto", help="decode: comma-separated backends, the first the reference")
-    ap.add_argument("--seeds", default="1,2", help="decode: seeds of the uniform model")
+    ap.add_argument("--seeds", default="1,2", help="decode: seeds of the uniform model, 10 cities or fewer")
+    ap.add_argument("--big-seeds", default="1", help="decode: seeds of the uniform model, more than 10 cities")
     ap.add_argument("--budget", type=float, default=30.0, help="decode: seconds per solver question")
     args = ap.parse_args(argv)
     sizes = tuple(int(x) for x in args.sizes.split(","))
@@ -267,7 +273,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         F.backends_main(["natplan"], natplan=(sizes, args.instances, args.generated))
     else:
         decode_main(sizes, args.instances, args.generated, args.backends.split(","),
-                    tuple(int(s) for s in args.seeds.split(",") if s), args.budget)
+                    tuple(int(s) for s in args.seeds.split(",") if s), args.budget,
+                    tuple(int(s) for s in args.big_seeds.split(",") if s))
     return 0
 
 
