@@ -247,7 +247,8 @@ def write_decode_md(path: Path, doc: dict) -> None:
                 else:
                     cells.append(f"{x['tokens']} / {x['verify_steps']} ({x['tokens_per_verify_step']}), certain "
                                  f"{x['drafted_certain']}, acc {x['accepted']}, valid {x['valid']}, {x['wall_s']} s")
-            lines.append(f"| {r['cities']} | {r['id']} | {mdl} | " + " | ".join(cells) + f" | {r['same']} | {r['load'][0]} |")
+            lines.append(f"| {r['cities']} | {r['id']} | {mdl} | " + " | ".join(cells)
+                         + f" | {r['same']} | {r['load'][0]} |")
     hits = {be: sum(v.get("budget_hit", False) for r in doc["instances"] for v in r[be].values()) for be in bes}
     lines += ["", f"Budget hits: {hits}. Instances with any difference: "
               f"{[r['id'] for r in doc['instances'] if not r['same']] or 'none'}.", ""]
