@@ -120,21 +120,22 @@ def uniform(seed: int) -> Model:
 
 def decode(m: Matcher, model: Model, width: int = WIDTH, max_tokens: int = 20000) -> dict[str, Any]:
     """Greedy speculative decoding of `model` with the matcher's drafts (see module docstring).
-    `trace`: a digest of every mask (the allowed token ids at each position) and every draft
-    tree, so two runs that agree on it saw the same masks and drafts throughout."""
-    h = hashlib.sha256()
+    `mask_trace`: a digest of every mask (the allowed token ids at each position), `draft_trace`
+    of every draft tree: two runs that agree on them saw the same masks and drafts throughout.
+    (Draft trees can differ where masks agree: branch order follows the solver's witness.)"""
+    hm, hd = hashlib.sha256(), hashlib.sha256()
     steps = drafted = certain = accepted = accepted_certain = 0
     out: list[int] = []
     while not m.is_terminated() and len(out) < max_tokens:
         d = m.draft(width)
-        h.update(json.dumps([d.tokens, d.parents, d.certain]).encode())
+        hd.update(json.dumps([d.tokens, d.parents, d.certain]).encode())
         drafted += len(d.tokens)
         certain += sum(d.certain)
         steps += 1
         node = -1
         while True:
             allowed = m.allowed_tokens()
-            h.update(allowed.tobytes())
+            hm.update(allowed.tobytes())
             t = model(m, len(out))
             if not m.accept_token(t):
                 raise AssertionError(f"the model's token {t} is not allowed after {len(out)} tokens")
@@ -151,7 +152,8 @@ def decode(m: Matcher, model: Model, width: int = WIDTH, max_tokens: int = 20000
     text = bytes(m.text).decode()
     return {"tokens": len(out), "verify_steps": steps, "tokens_per_verify_step": round(len(out) / max(1, steps), 3),
             "drafted": drafted, "drafted_certain": certain, "accepted": accepted, "accepted_certain": accepted_certain,
-            "text_sha": hashlib.sha256(text.encode()).hexdigest()[:16], "trace": h.hexdigest()[:16],
+            "text_sha": hashlib.sha256(text.encode()).hexdigest()[:16],
+            "mask_trace": hm.hexdigest()[:16], "draft_trace": hd.hexdigest()[:16],
             "record": json.loads(text) if m.is_terminated() else None}
 
 
@@ -185,14 +187,15 @@ def decode_instance(problem: Any, vocab: Any, backend: str, seeds: tuple[int, ..
 
 
 def decode_main(sizes: tuple[int, ...], count: int, big_count: int, backends: list[str], seeds: tuple[int, ...],
-                seconds: float, big_seeds: tuple[int, ...] = (1,)) -> None:
+                seconds: float, big_seeds: tuple[int, ...] = (1,), out: str = "") -> None:
     from factorspec.graph.backends import cpsat
 
     cpsat.available()
     vocab = _vocab()
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "tokenizer": TOKENIZER,
                            "width": WIDTH, "budget_s": seconds, "backends": backends, "seeds": list(seeds),
-                           "load_start": [round(x, 2) for x in os.getloadavg()], "instances": []}
+                           "load_start": [round(x, 2) for x in os.getloadavg()], "instances": [],
+                           "out": out or str(RESULTS / "natural_plan_decode.json")}
     for n in sizes:
         got = instances(n, count if n <= 10 else big_count)
         have = {p.id for _, p in got}
@@ -205,13 +208,17 @@ def decode_main(sizes: tuple[int, ...], count: int, big_count: int, backends: li
                 for v in row[be].values():  # records are long and their digest is in text_sha
                     v.pop("record", None)
             ref = row[backends[0]]
-            row["same"] = all({k: v for k, v in row[be][mdl].items() if k not in ("wall_s", "cpu_s")}
-                              == {k: v for k, v in ref[mdl].items() if k not in ("wall_s", "cpu_s")}
+            row["same"] = all({k: v for k, v in row[be][mdl].items() if k not in ("wall_s", "cpu_s", "draft_trace")}
+                              == {k: v for k, v in ref[mdl].items() if k not in ("wall_s", "cpu_s", "draft_trace")}
                               for be in backends[1:] for mdl in ref)
+            row["same_drafts"] = all(row[be][mdl].get("draft_trace") == ref[mdl].get("draft_trace")
+                                     for be in backends[1:] for mdl in ref)
             doc["instances"].append(row)
-            brief = {be: {mdl: {k: r.get(k) for k in ("tokens_per_verify_step", "budget_hit", "wall_s", "trace")}
+            brief = {be: {mdl: {k: r.get(k) for k in ("tokens_per_verify_step", "budget_hit", "wall_s", "cpu_s",
+                                                      "mask_trace", "draft_trace")}
                           for mdl, r in row[be].items()} for be in backends}
-            print(f"{n} cities {p.id}: same={row['same']} {json.dumps(brief)}", file=sys.stderr, flush=True)
+            print(f"{n} cities {p.id}: same={row['same']} drafts={row['same_drafts']} {json.dumps(brief)}",
+                  file=sys.stderr, flush=True)
             _write(doc)  # after each instance: a long run cut short keeps what it measured
     doc["complete"] = True
     _write(doc)
@@ -219,7 +226,7 @@ def decode_main(sizes: tuple[int, ...], count: int, big_count: int, backends: li
 
 def _write(doc: dict) -> None:
     doc["load_end"] = [round(x, 2) for x in os.getloadavg()]
-    out = RESULTS / "natural_plan_decode.json"
+    out = Path(doc["out"])
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     write_decode_md(out.with_suffix(".md"), doc)
 
@@ -234,9 +241,11 @@ def write_decode_md(path: Path, doc: dict) -> None:
              "Per instance and scripted model (teacher: the golden plan; uniform: a seeded uniform choice among the "
              "allowed tokens): tokens / verify steps (tokens per verify step), drafted certain tokens, accepted draft "
              "tokens, budget hits, wall s, per backend. `same`: every mask, draft tree, record and count identical "
-             "across backends (a digest of all masks and drafts is in the .json as `trace`).", "",
-             "| cities | instance | model | " + " | ".join(bes) + " | same | load |",
-             "|---|---|---|" + "---|" * len(bes) + "---|---|"]
+             "across backends, draft trees aside (digests of all masks and of all drafts are in the .json as "
+             "`mask_trace` and `draft_trace`); `drafts`: every draft tree identical too (branch order follows the "
+             "solver's witness, which a backend may find differently).", "",
+             "| cities | instance | model | " + " | ".join(bes) + " | same | drafts | load |",
+             "|---|---|---|" + "---|" * len(bes) + "---|---|---|"]
     for r in doc["instances"]:
         for mdl in r[bes[0]]:
             cells = []
@@ -248,7 +257,7 @@ def write_decode_md(path: Path, doc: dict) -> None:
                     cells.append(f"{x['tokens']} / {x['verify_steps']} ({x['tokens_per_verify_step']}), certain "
                                  f"{x['drafted_certain']}, acc {x['accepted']}, valid {x['valid']}, {x['wall_s']} s")
             lines.append(f"| {r['cities']} | {r['id']} | {mdl} | " + " | ".join(cells)
-                         + f" | {r['same']} | {r['load'][0]} |")
+                         + f" | {r['same']} | {r['same_drafts']} | {r['load'][0]} |")
     hits = {be: sum(v.get("budget_hit", False) for r in doc["instances"] for v in r[be].values()) for be in bes}
     lines += ["", f"Budget hits: {hits}. Instances with any difference: "
               f"{[r['id'] for r in doc['instances'] if not r['same']] or 'none'}.", ""]
@@ -265,6 +274,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--backends", default="own,auto", help="decode: comma-separated backends, the first the reference")
     ap.add_argument("--seeds", default="1,2", help="decode: seeds of the uniform model, 10 cities or fewer")
     ap.add_argument("--big-seeds", default="1", help="decode: seeds of the uniform model, more than 10 cities")
+    ap.add_argument("--out", default="",
+                    help="decode: results file (default: microbench/results/natural_plan_decode.json)")
     ap.add_argument("--budget", type=float, default=30.0, help="decode: seconds per solver question")
     args = ap.parse_args(argv)
     sizes = tuple(int(x) for x in args.sizes.split(","))
@@ -275,7 +286,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         decode_main(sizes, args.instances, args.generated, args.backends.split(","),
                     tuple(int(s) for s in args.seeds.split(",") if s), args.budget,
-                    tuple(int(s) for s in args.big_seeds.split(",") if s))
+                    tuple(int(s) for s in args.big_seeds.split(",") if s), args.out)
     return 0
 
 
