@@ -272,12 +272,14 @@ def walk(doc: dict, model_fn: Callable[[], tuple[Any, list]], slots: int, cands:
 BACKENDS = ("own", "cpsat", "auto")
 
 
-def walk_backends(doc: dict, slots: int, backends: tuple[str, ...] = BACKENDS, bounds: tuple[str, ...] = ()) -> dict:
+def walk_backends(doc: dict, slots: int, backends: tuple[str, ...] = BACKENDS, bounds: tuple[str, ...] = (),
+                  keep_times: bool = False) -> dict:
     """The same decoding walk under each solver backend (`Budget.backend`), side by side: at each
     slot every backend's state answers the same question in turn (so load hits them alike), then
     each takes the smallest feasible value. `bounds`: paths whose `value_bounds` is asked at the
     root first (an invoice total's range). Per backend: p50/p99 ms, budget hits; and whether the
-    answers agreed wherever both answered."""
+    answers agreed wherever both answered. `keep_times`: also each backend's per-question wall
+    seconds (`times`), for a caller that pools several walks into one row."""
     if "own" != backends[0] or len(backends) > 1:  # ortools' import (about 1 s) is no question's cost
         from factorspec.graph.backends import cpsat
         cpsat.available()
@@ -340,6 +342,8 @@ def walk_backends(doc: dict, slots: int, backends: tuple[str, ...] = BACKENDS, b
         out[be] = {"questions": len(times[be]), "p50_ms": pct(times[be], 0.5), "p99_ms": pct(times[be], 0.99),
                    "max_ms": pct(times[be], 1.0), "budget_hits": hits[be],
                    "cpu_p50_ms": pct(cpu[be], 0.5), "cpu_p99_ms": pct(cpu[be], 0.99)}
+        if keep_times:
+            out[be]["times"], out[be]["cpu_times"] = times[be], cpu[be]
     out["answers_agree"] = agree
     out["load_end"] = [round(x, 2) for x in os.getloadavg()]
     return out
@@ -394,10 +398,13 @@ def main() -> None:
     print("\n".join(md))
 
 
-BACKEND_FAMILIES = ("roundrobin", "meetings", "latin", "invoice", "sum")
+BACKEND_FAMILIES = ("roundrobin", "meetings", "latin", "invoice", "sum", "natplan")
+# NATURAL PLAN rows (microbench/natural_plan_backends.py): city counts, instances per shared count
+# (10 cities or fewer), instances per generated count
+NATPLAN = ((3, 5, 10, 20, 30, 50), 3, 1)
 
 
-def backend_rows(fams: list[str]) -> dict[str, dict]:
+def backend_rows(fams: list[str], natplan: tuple = NATPLAN) -> dict[str, dict]:
     rows: dict[str, dict] = {}
 
     def run(key: str, doc: dict, slots: int, bounds: tuple = ()) -> None:
@@ -423,12 +430,15 @@ def backend_rows(fams: list[str]) -> dict[str, dict]:
     if "sum" in fams:
         for n in (200, 500):
             run(f"sum of {n} items", sum_spec(n), min(n, 60))
+    if "natplan" in fams:
+        from microbench.natural_plan_backends import solver_rows
+        rows.update(solver_rows(*natplan))
     return rows
 
 
-def backends_main(fams: list[str]) -> None:
+def backends_main(fams: list[str], natplan: tuple = NATPLAN) -> None:
     out = Path("microbench/results/solver_backends.json")
-    rows = backend_rows(fams)
+    rows = backend_rows(fams, natplan)
     if out.exists() and set(fams) != set(BACKEND_FAMILIES):
         rows = {**json.loads(out.read_text()).get("rows", {}), **rows}
     out.write_text(json.dumps({"budget_s": BUDGET_S, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -438,7 +448,12 @@ def backends_main(fams: list[str]) -> None:
           + f"). Each question under a {BUDGET_S} s budget (`Budget(backend=...)`); a question past it is a budget hit "
           "and enters the percentiles at the budget. Questions: the root search, `value_bounds` where named, then "
           "`feasible_values` of each slot along one decoding walk (smallest feasible value taken), the three "
-          "backends asked in turn at each slot. Wall-clock ms on a shared 2-core machine; load average (1, 5, 15 "
+          "backends asked in turn at each slot. NATURAL PLAN rows (microbench/natural_plan_backends.py, "
+          "`python -m microbench.natural_plan_backends solver`) pool the walks of the instances named in "
+          "the .json: the shared data's first instances by id up to 10 cities, the seeded generator's "
+          "(`benchmarks.natural_plan.generate`, seed 0) beyond; every slot of the trip is asked (3 per "
+          "city). Rows come from separate runs (the date above is the last run's). "
+          "Wall-clock ms on a shared 2-core machine; load average (1, 5, 15 "
           "min) at the row's start and end beside each row.", "",
           "Cells: wall p50 / p99 ms [CPU p50 / p99 ms of this thread, which CP-SAT's one worker runs on] "
           "(budget hits).", "",

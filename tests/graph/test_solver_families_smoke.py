@@ -23,3 +23,17 @@ def test_meetings_family_posts_no_overlap() -> None:
     rec = cs.solve()
     assert not cs.check(rec)
 
+
+
+def test_natural_plan_rows_pool_every_question() -> None:
+    """The NATURAL PLAN rows of the backend table (microbench/natural_plan_backends.py): one row
+    per city count, every slot of each trip asked under each backend (the root, then 3 per
+    city), the backends agreeing."""
+    from microbench.natural_plan_backends import solver_rows
+
+    rows = solver_rows((3,), 2, 1)
+    (key, row), = rows.items()
+    assert key.startswith("NATURAL PLAN 3 cities") and len(row["instances"]) == 2
+    for be in sf.BACKENDS:
+        assert row[be]["questions"] == 2 * (1 + 3 * 3) and row[be]["budget_hits"] == 0, be
+    assert row["answers_agree"]
