@@ -27,6 +27,7 @@ from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     REGULAR,
+    SOME_MEMBER,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -46,6 +47,7 @@ from factorspec.graph.regex_lang import (
     regular_lang,
 )
 from factorspec.graph.relations import format_decimal
+from factorspec.graph.some_member import expand_some_member
 
 EXTENSION_KEY = "x-factorspec"
 ANNOTATIONS = {"title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated",
@@ -66,12 +68,13 @@ VALIDATION_KEYWORDS = {
     "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "$ref",
     "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
     REGULAR,  # internal (negation.py, all_of.py): patterns that must and must not match
+    SOME_MEMBER,  # internal (negation.py, some_member.py): some member fails a negated object's schemas
 }
 # keywords that only constrain instances of one JSON type (a no-op on the others)
 _TYPE_SPECIFIC = {
     "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
                "maxProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
-               "unevaluatedProperties"},
+               "unevaluatedProperties", SOME_MEMBER},
     "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
               "minContains", "maxContains", "unevaluatedItems"},
     "string": {"minLength", "maxLength", "pattern", REGULAR},
@@ -395,13 +398,17 @@ class SchemaCompiler:
                 return self.node(target, tptr, depth + 1)
             finally:
                 self._ref_stack.pop()
-        if keys & {"not", "if", "then", "else"} and has_conditionals({k: s[k] for k in keys}):
-            # not / if-then-else pushed into positive allOf members (graph/negation.py)
-            kw = "not" if "not" in keys else "if"
+        if keys & {"not", "if", "then", "else", "dependentSchemas", "dependencies"} and \
+                has_conditionals({k: s[k] for k in keys}):
+            # not / if-then-else / schema dependencies pushed into positive allOf members (negation.py)
+            kw = next(k for k in ("not", "if", "dependentSchemas", "dependencies") if k in keys)
             self._note(ptr, kw, "rewritten into positive keywords")
+            narrowed: list[tuple[str, str]] = []
             try:
-                return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr,
-                                 depth + 1)
+                positive = eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS, narrowed)
+                for nptr, why in narrowed:
+                    self._note(nptr, "", why)
+                return self.node(positive, ptr, depth + 1)
             except SpecError as e:
                 if _resolves(self.doc, e.pointer):
                     raise
@@ -410,6 +417,11 @@ class SchemaCompiler:
                           f"'{kw}')") from None
         if "allOf" in keys:
             return self._all_of(s, ptr, depth)
+        if SOME_MEMBER in keys:  # from a 'not' over an object's members (some_member.py)
+            expanded, narrowing = expand_some_member(s, ptr)
+            if narrowing:
+                self._note(ptr, "not", narrowing)
+            return self.node(expanded, ptr, depth + 1)
         for k in ("$dynamicRef", "$recursiveRef"):
             if k in keys:
                 raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
@@ -535,7 +547,8 @@ class SchemaCompiler:
             return self.node(merged, ptr, depth + 1)
         except SpecError as e:
             if not _resolves(self.doc, e.pointer):
-                raise SpecError(f"{ptr}/allOf", f"{e.message} (at {e.pointer or '/'} of the merged allOf)") from None
+                cls = EmptySchema if isinstance(e, EmptySchema) else SpecError
+                raise cls(f"{ptr}/allOf", f"{e.message} (at {e.pointer or '/'} of the merged allOf)") from None
             raise
 
     # -- anyOf / oneOf ----------------------------------------------------------------------------
@@ -996,8 +1009,8 @@ class SchemaCompiler:
                 if kw == "dependencies" and not isinstance(bs, list):
                     if bs is True or bs == {}:
                         continue
-                    raise SpecError(kp, "dependencies with a schema (dependentSchemas) is not supported; "
-                                    "only the array form (dependentRequired) is")
+                    raise SpecError(kp, "dependencies values must be lists of property names or schemas, got "
+                                    f"{json.dumps(bs)[:40]}")
                 if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
                     raise SpecError(kp, f"{kw} values must be lists of property names")
                 out.setdefault(a, [])
