@@ -81,6 +81,7 @@ _TYPE_SPECIFIC = {
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
+_TYPE_SPECIFIC_KEYS = set(_KEYWORD_TYPE)
 MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at most this many values
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
@@ -511,10 +512,20 @@ class SchemaCompiler:
             raise EmptySchema(f"{ptr}/not", "'not' excludes every value of every type")
         return alts[0] if len(alts) == 1 else Scalar(ptr, "union", alts=alts)
 
-    def _excluding(self, s: dict, ptr: str, depth: int) -> Scalar:
+    def _excluding(self, s: dict, ptr: str, depth: int) -> LayoutNode:
         """A bounded integer or fixed-point number minus the values a `not` excludes: the
         remaining values, as an enum (at most MAX_EXCLUSION_DOMAIN of them)."""
+        if s.get("type") is None and not any(k in s for k in _TYPE_SPECIFIC_KEYS):
+            # any value minus some values: one alternative per type, each filtered (exact)
+            return self._per_type(s, ["null", "boolean", "object", "array", "number", "string"], ptr, depth)
         base = self.node({k: v for k, v in s.items() if k != "not"}, ptr, depth + 1)
+        if isinstance(base, (Obj, Arr)) or (isinstance(base, Scalar) and base.kind == "number"):
+            # only excluded values of the node's own type matter (an object is never 3)
+            same = dict if isinstance(base, Obj) else list if isinstance(base, Arr) else None
+            relevant = [x for x in excluded_values(s["not"]) if (isinstance(x, same) if same is not None
+                        else isinstance(x, (int, float)) and not isinstance(x, bool))]
+            if not relevant and not (same is None and excludes_integers(s["not"])):
+                return base
         if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
         if not (isinstance(base, Scalar) and base.kind in ("integer", "fixed") and base.finite

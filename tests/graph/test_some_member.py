@@ -54,6 +54,10 @@ CASES: list[tuple[dict, bool]] = [
     ({"type": "array", "maxItems": 2, "items": {"type": ["integer", "string"], "minimum": 0, "maximum": 1,
                                                  "maxLength": 1},
       "not": {"items": {"type": "integer"}}}, False),
+    # value exclusions meet only values of their own type (oneOf of an array, a string, an enum)
+    ({"oneOf": [{"type": "array", "items": _I, "maxItems": 2}, {"type": "string", "maxLength": 1},
+                {"enum": ["x", "y"]}]}, True),
+    ({"not": {"enum": ["x", None]}}, True),
     # an open object: extra members are never the witness (narrowed)
     ({"type": "object", "properties": {"a": _I, "b": _I}, "additionalProperties": _I,
       "not": {"properties": {"a": _I}, "additionalProperties": False}}, False),
