@@ -22,6 +22,7 @@ from typing import Any
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.negation import (
     REGULAR,
+    SOME_MEMBER,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -144,7 +145,10 @@ def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict
     if any(m.get("uniqueItems") is True for m, _ in members):
         out["uniqueItems"] = True
     _merge_dependencies(members, out)
-    handled = {"type", "enum", "const", "not", "pattern", REGULAR, "multipleOf", "uniqueItems", "items",
+    some = [c for m, _ in members for c in m.get(SOME_MEMBER, [])]  # each must hold: a list of them
+    if some:
+        out[SOME_MEMBER] = some
+    handled = {"type", "enum", "const", "not", "pattern", REGULAR, SOME_MEMBER, "multipleOf", "uniqueItems", "items",
                "dependentRequired", "dependencies", *_LOWER, *_UPPER, *_MIN_COUNT, *_MAX_COUNT, *_EQUAL_ONLY,
                *_OBJECT_KEYS, "maxProperties", "minProperties"}
     for m, mptr in members:

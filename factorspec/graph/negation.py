@@ -20,6 +20,10 @@ from factorspec.errors import EmptySchema, SpecError
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 REGULAR = "$fsRegular"  # internal keyword: {"all": [patterns that must match], "none": [that must not]}
+# internal keyword: a list of conditions, each "some member whose key is not in `except` has a value
+# that matches `patterns[p]` for some pattern p its key matches, else `other`" (some_member.py)
+SOME_MEMBER = "$fsSomeMember"
+MAX_ONE_OF_NEGATED = 8  # not(oneOf) lists every pair of alternatives
 MAX_NEGATION_DEPTH = 32  # negations nest through $ref chains; a cycle must end in an error
 
 _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
@@ -87,28 +91,53 @@ def make_exclusion(values: list[Any], integers: bool) -> dict:
 
 def has_conditionals(s: dict) -> bool:
     """True when `s` has a `not` or `if`/`then`/`else` that `eliminate` must rewrite."""
-    if any(k in s for k in ("if", "then", "else")):
+    if any(k in s for k in ("if", "then", "else")) or _schema_dependencies(s):
         return True
     return "not" in s and not is_value_exclusion(s["not"])
 
 
+def _schema_dependencies(s: dict) -> list[tuple[str, str, Any]]:
+    """(keyword, property, schema) of every dependentSchemas entry and every `dependencies` entry
+    in its schema form (each means: if the property is present, the object matches the schema)."""
+    out = []
+    for kw in ("dependentSchemas", "dependencies"):
+        d = s.get(kw)
+        if isinstance(d, dict):
+            out += [(kw, k, v) for k, v in d.items() if v is False or (isinstance(v, dict) and v)]
+    return out
+
+
 def eliminate(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict], dict],
-              validation: set[str]) -> dict:
-    """`s` with its `not` (unless a value exclusion) and `if`/`then`/`else` moved into `allOf`
-    members of positive keywords; every other keyword of `s` is kept as it is."""
+              validation: set[str], narrowed: list[tuple[str, str]] | None = None) -> dict:
+    """`s` with its `not` (unless a value exclusion), `if`/`then`/`else` and schema dependencies
+    (dependentSchemas, `dependencies` with a schema: "property absent, or the schema") moved into
+    `allOf` members of positive keywords; every other keyword of `s` is kept as it is. Where a
+    complement is only approximated from inside (a sound narrowing), (pointer, why) is appended to
+    `narrowed`."""
     out = {k: v for k, v in s.items() if k not in _CONDITIONAL}
     added: list[Any] = []
+    ctx = _Ctx(resolve, normalise, validation)
     if "not" in s:
         if is_value_exclusion(s["not"]):
             out["not"] = s["not"]
         else:
-            added.append(_negate(s["not"], f"{ptr}/not", _Ctx(resolve, normalise, validation), 0))
+            added.append(_negate(s["not"], f"{ptr}/not", ctx, 0))
     if "if" in s:
         cond = s["if"]
         then, other = s.get("then", True), s.get("else", True)
         if not (then is True and other is True):  # without then/else, `if` constrains nothing
-            ctx = _Ctx(resolve, normalise, validation)
             added.append(_any([_all([cond, then]), _all([_negate(cond, f"{ptr}/if", ctx, 0), other])]))
+    deps = _schema_dependencies(s)
+    for _kw, name, dep in deps:
+        added.append(_any([{"properties": {name: False}}, dep]))
+    for kw in {kw for kw, _, _ in deps}:
+        rest = {k: v for k, v in s[kw].items() if isinstance(v, list)}
+        if rest:
+            out[kw] = rest
+        else:
+            out.pop(kw, None)
+    if narrowed is not None:
+        narrowed += ctx.narrowed
     if any(a is False for a in added):
         kw = "not" if "not" in s and not is_value_exclusion(s["not"]) else "if"
         raise EmptySchema(f"{ptr}/{kw}", f"'{kw}' here admits no value")
@@ -121,6 +150,7 @@ def eliminate(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict], d
 class _Ctx:
     def __init__(self, resolve: Resolve, normalise: Callable[[dict], dict], validation: set[str]) -> None:
         self.resolve, self.normalise, self.validation = resolve, normalise, validation
+        self.narrowed: list[tuple[str, str]] = []  # (pointer, why): complements approximated from inside
 
 
 def _any(parts: list[Any]) -> Any:
@@ -221,15 +251,26 @@ def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
         if not names:
             return False
         return _all([{"type": "object"}, _any([{"properties": {n: False}} for n in names])])
-    if k == "properties" and set(c) == {"properties"}:
-        if not isinstance(v, dict):
-            raise SpecError(kptr, "properties must be an object")
-        alts = []
-        for name, sub in v.items():
-            neg = _negate(sub, f"{kptr}/{name}", ctx, depth + 1)
-            if neg is not False:
-                alts.append({"required": [name], "properties": {name: neg}})
-        return _all([{"type": "object"}, _any(alts)])
+    if set(c) <= {"properties", "patternProperties", "additionalProperties"}:
+        return _negate_members(c, ptr, ctx, depth)
+    if set(c) == {"items"} and isinstance(v, (dict, bool)):
+        # "some item fails" has no positive form here ('contains' has no layout); from inside:
+        # a non-empty array whose items all fail (a sound narrowing, reported)
+        neg = _negate(v, kptr, ctx, depth + 1)
+        if neg is False:
+            return False
+        ctx.narrowed.append((kptr, "'not' over 'items' narrowed to: a non-empty array of items that all fail "
+                             "'items'"))
+        return _all([{"type": "array"}, {"minItems": 1, "items": neg}])
+    if len(c) == 1 and k == "oneOf":
+        if not isinstance(v, list) or not v:
+            raise SpecError(kptr, "oneOf must be a non-empty list of schemas")
+        if len(v) > MAX_ONE_OF_NEGATED:
+            raise SpecError(kptr, f"'not' over a oneOf of {len(v)} alternatives (at most {MAX_ONE_OF_NEGATED})")
+        # not exactly one: none of them, or some two of them
+        none = _all([_negate(m, f"{kptr}/{i}", ctx, depth + 1) for i, m in enumerate(v)])
+        pairs = [_all([v[i], v[j]]) for i in range(len(v)) for j in range(i + 1, len(v))]
+        return _any([none] + pairs)
     if len(c) == 1 and k == "allOf":
         if not isinstance(v, list):
             raise SpecError(kptr, "allOf must be a list of schemas")
@@ -252,3 +293,25 @@ def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
         return False
     raise SpecError(kptr, f"'not' over {k!r} cannot be compiled exactly (its complement is not a schema "
                     "FactorSpec compiles)")
+
+
+def _negate_members(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
+    """The complement of properties/patternProperties/additionalProperties: an object with a
+    declared property whose value fails its schema, or (SOME_MEMBER) a member with another key
+    whose value fails the pattern schemas its key matches, or additionalProperties where none."""
+    props = c.get("properties", {})
+    pats = c.get("patternProperties", {})
+    if not isinstance(props, dict):
+        raise SpecError(f"{ptr}/properties", "properties must be an object")
+    if not isinstance(pats, dict):
+        raise SpecError(f"{ptr}/patternProperties", "patternProperties must be an object")
+    alts: list[Any] = []
+    for name, sub in props.items():
+        neg = _negate(sub, f"{ptr}/properties/{name}", ctx, depth + 1)
+        if neg is not False:
+            alts.append({"required": [name], "properties": {name: neg}})
+    negp = {p: _negate(x, f"{ptr}/patternProperties/{p}", ctx, depth + 1) for p, x in pats.items()}
+    other = _negate(c.get("additionalProperties", True), f"{ptr}/additionalProperties", ctx, depth + 1)
+    if other is not False or any(x is not False for x in negp.values()):
+        alts.append({SOME_MEMBER: [{"except": list(props), "patterns": negp, "other": other}]})
+    return _all([{"type": "object"}, _any(alts)])

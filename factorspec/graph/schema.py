@@ -27,6 +27,7 @@ from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     REGULAR,
+    SOME_MEMBER,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -46,6 +47,7 @@ from factorspec.graph.regex_lang import (
     regular_lang,
 )
 from factorspec.graph.relations import format_decimal
+from factorspec.graph.some_member import expand_some_member
 
 EXTENSION_KEY = "x-factorspec"
 ANNOTATIONS = {"title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated",
@@ -66,18 +68,20 @@ VALIDATION_KEYWORDS = {
     "dependentSchemas", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "$ref",
     "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
     REGULAR,  # internal (negation.py, all_of.py): patterns that must and must not match
+    SOME_MEMBER,  # internal (negation.py, some_member.py): some member fails a negated object's schemas
 }
 # keywords that only constrain instances of one JSON type (a no-op on the others)
 _TYPE_SPECIFIC = {
     "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
                "maxProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
-               "unevaluatedProperties"},
+               "unevaluatedProperties", SOME_MEMBER},
     "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
               "minContains", "maxContains", "unevaluatedItems"},
     "string": {"minLength", "maxLength", "pattern", REGULAR},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
 }
 _KEYWORD_TYPE = {k: t for t, ks in _TYPE_SPECIFIC.items() for k in ks}
+_TYPE_SPECIFIC_KEYS = set(_KEYWORD_TYPE)
 MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at most this many values
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
@@ -395,13 +399,17 @@ class SchemaCompiler:
                 return self.node(target, tptr, depth + 1)
             finally:
                 self._ref_stack.pop()
-        if keys & {"not", "if", "then", "else"} and has_conditionals({k: s[k] for k in keys}):
-            # not / if-then-else pushed into positive allOf members (graph/negation.py)
-            kw = "not" if "not" in keys else "if"
+        if keys & {"not", "if", "then", "else", "dependentSchemas", "dependencies"} and \
+                has_conditionals({k: s[k] for k in keys}):
+            # not / if-then-else / schema dependencies pushed into positive allOf members (negation.py)
+            kw = next(k for k in ("not", "if", "dependentSchemas", "dependencies") if k in keys)
             self._note(ptr, kw, "rewritten into positive keywords")
+            narrowed: list[tuple[str, str]] = []
             try:
-                return self.node(eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS), ptr,
-                                 depth + 1)
+                positive = eliminate(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS, narrowed)
+                for nptr, why in narrowed:
+                    self._note(nptr, "", why)
+                return self.node(positive, ptr, depth + 1)
             except SpecError as e:
                 if _resolves(self.doc, e.pointer):
                     raise
@@ -410,6 +418,11 @@ class SchemaCompiler:
                           f"'{kw}')") from None
         if "allOf" in keys:
             return self._all_of(s, ptr, depth)
+        if SOME_MEMBER in keys:  # from a 'not' over an object's members (some_member.py)
+            expanded, narrowing = expand_some_member(s, ptr)
+            if narrowing:
+                self._note(ptr, "not", narrowing)
+            return self.node(expanded, ptr, depth + 1)
         for k in ("$dynamicRef", "$recursiveRef"):
             if k in keys:
                 raise SpecError(f"{ptr}/{escape_pointer(k)}", f"unsupported keyword {k!r}")
@@ -499,10 +512,20 @@ class SchemaCompiler:
             raise EmptySchema(f"{ptr}/not", "'not' excludes every value of every type")
         return alts[0] if len(alts) == 1 else Scalar(ptr, "union", alts=alts)
 
-    def _excluding(self, s: dict, ptr: str, depth: int) -> Scalar:
+    def _excluding(self, s: dict, ptr: str, depth: int) -> LayoutNode:
         """A bounded integer or fixed-point number minus the values a `not` excludes: the
         remaining values, as an enum (at most MAX_EXCLUSION_DOMAIN of them)."""
+        if s.get("type") is None and not any(k in s for k in _TYPE_SPECIFIC_KEYS):
+            # any value minus some values: one alternative per type, each filtered (exact)
+            return self._per_type(s, ["null", "boolean", "object", "array", "number", "string"], ptr, depth)
         base = self.node({k: v for k, v in s.items() if k != "not"}, ptr, depth + 1)
+        if isinstance(base, (Obj, Arr)) or (isinstance(base, Scalar) and base.kind == "number"):
+            # only excluded values of the node's own type matter (an object is never 3)
+            same = dict if isinstance(base, Obj) else list if isinstance(base, Arr) else None
+            relevant = [x for x in excluded_values(s["not"]) if (isinstance(x, same) if same is not None
+                        else isinstance(x, (int, float)) and not isinstance(x, bool))]
+            if not relevant and not (same is None and excludes_integers(s["not"])):
+                return base
         if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
         if not (isinstance(base, Scalar) and base.kind in ("integer", "fixed") and base.finite
@@ -535,7 +558,8 @@ class SchemaCompiler:
             return self.node(merged, ptr, depth + 1)
         except SpecError as e:
             if not _resolves(self.doc, e.pointer):
-                raise SpecError(f"{ptr}/allOf", f"{e.message} (at {e.pointer or '/'} of the merged allOf)") from None
+                cls = EmptySchema if isinstance(e, EmptySchema) else SpecError
+                raise cls(f"{ptr}/allOf", f"{e.message} (at {e.pointer or '/'} of the merged allOf)") from None
             raise
 
     # -- anyOf / oneOf ----------------------------------------------------------------------------
@@ -996,8 +1020,8 @@ class SchemaCompiler:
                 if kw == "dependencies" and not isinstance(bs, list):
                     if bs is True or bs == {}:
                         continue
-                    raise SpecError(kp, "dependencies with a schema (dependentSchemas) is not supported; "
-                                    "only the array form (dependentRequired) is")
+                    raise SpecError(kp, "dependencies values must be lists of property names or schemas, got "
+                                    f"{json.dumps(bs)[:40]}")
                 if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
                     raise SpecError(kp, f"{kw} values must be lists of property names")
                 out.setdefault(a, [])

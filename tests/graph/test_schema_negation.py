@@ -133,7 +133,7 @@ def test_the_machine_accepts_every_valid_value(k: int) -> None:
     ({"type": "integer", "not": {"multipleOf": 2}}, "/not/multipleOf", "'not' over 'multipleOf'"),
     ({"not": {"type": "integer"}}, "/not", "excluding values"),
     ({"type": "integer", "minimum": 0, "not": {"const": 3}}, "/not", "excluding values"),
-    ({"type": "array", "not": {"items": {"type": "integer"}}}, "/not/items", "'not' over 'items'"),
+    ({"type": "array", "not": {"prefixItems": [{"type": "integer"}]}}, "/not/prefixItems", "'not' over 'prefixItems'"),
     ({"not": {}}, "/not", "admits no value"),
     ({"$defs": {"r": {"not": {"$ref": "#/$defs/r"}}}, "$ref": "#/$defs/r"}, "/$defs/r", "recursive"),
 ])
