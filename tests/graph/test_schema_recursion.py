@@ -197,7 +197,7 @@ def _with_relation(rel: str) -> dict:
                            "kids": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/n"}}}}
     return {"$defs": {"n": node}, "type": "object", "additionalProperties": False, "required": ["top", "w"],
             "properties": {"top": {"$ref": "#/$defs/n"}, "w": {"type": "integer", "minimum": 0, "maximum": 5}},
-            "x-factorspec": {"relations": [{"name": "r", "rule": rel}]}}
+            "x-factorspec": {"relations": [{"name": "r", "expr": rel}]}}
 
 
 @pytest.mark.parametrize("rel", ["top.kids[0].v == w", "all(k.v > 1 for k in top.kids)", "top.kids[*].v[0] == 1"])
