@@ -44,10 +44,11 @@ CASES: list[tuple[dict, int, list, list[str], int]] = [
     ({"type": "object", "properties": {"a": {"$ref": "#"}, "b": {"type": "null"}}, "minProperties": 1,
       "additionalProperties": False}, 3, [None], ["a", "b"], 22),
     ({"oneOf": [{"type": "null"}, {"type": "array", "maxItems": 2, "items": {"$ref": "#"}}]}, 3, [None], [], 14),
-    # an open object whose extra members are recursive
-    ({"$defs": {"o": {"type": "object", "maxProperties": 1, "additionalProperties": {"$ref": "#/$defs/o"}}},
-      "$ref": "#/$defs/o"}, 3, [], [], 12),
 ]
+# free-text keys: too many prefixes to enumerate, walked only
+WALKED = [s for s, *_ in CASES] + [
+    {"$defs": {"o": {"type": "object", "maxProperties": 1, "additionalProperties": {"$ref": "#/$defs/o"}}},
+     "$ref": "#/$defs/o"}]
 
 
 def _text(v: Any) -> str:
@@ -117,9 +118,9 @@ def test_prefixes_are_exactly_those_of_valid_values(k: int) -> None:
     assert finals == {t for t in valid if len(t) <= n}
 
 
-@pytest.mark.parametrize("k", range(len(CASES)))
+@pytest.mark.parametrize("k", range(len(WALKED)))
 def test_byte_walks_at_max_depth(k: int) -> None:
-    schema = CASES[k][0]
+    schema = WALKED[k]
     tm = TextMachine(compile_spec(schema))
     assert tm.max_depth == MAX_DEPTH
     validator = jsonschema.Draft202012Validator(schema)
