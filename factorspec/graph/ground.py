@@ -17,6 +17,7 @@ from factorspec.graph import expr as E
 from factorspec.graph.domain import dom_range
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.linear import LinSum
+from factorspec.graph.recursion import recursive_part
 from factorspec.graph.relations import from_json, parse, to_text
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, escape_pointer, path_text
 
@@ -226,6 +227,7 @@ class Grounder:
             return self.var_of[ref.path]
         s = ref.node
         assert isinstance(s, Scalar)
+        self._not_recursive(ref, "")
         if not s.finite:
             what = {"string": "a free-text string", "number": "a number without multipleOf",
                     "any": "any JSON value"}.get(s.kind, "an unbounded value")
@@ -254,6 +256,16 @@ class Grounder:
             v = self._new_var(ref.path, "num", s.lo, s.hi, step=s.step, order=order, scalar=s)
         self.var_of[ref.path] = v
         return v
+
+    def _not_recursive(self, base: Any, ast: Any) -> None:
+        """Relations never name a field inside a recursive part of the layout (recursion.py): its
+        locations are unbounded, so there is nothing finite to ground."""
+        node = recursive_part(base.node) if isinstance(base, Ref) else None
+        if node is not None:
+            target = node.alts[0].pointer if node.alts else "?"
+            raise self.err(f"{path_text(base.path)} ({node.pointer or '/'}) is a recursive reference (to "
+                           f"{target or '/'}): relations cannot name fields inside a recursive part of the schema"
+                           + (f" (in {to_text(ast)})" if ast else ""))
 
     def _check_max_items(self, path: tuple, a: Arr) -> int:
         if a.max_items is None:
@@ -700,6 +712,7 @@ class Grounder:
             return ListVal(items)
         if isinstance(base, TableRef) and isinstance(base.data, dict):  # menu[k].kcal: menu[k]["kcal"]
             return self._lookup(base, E.Const(name), ast)
+        self._not_recursive(base, ast)
         if isinstance(base, Ref) and isinstance(base.node, Scalar) and base.node.kind == "any":
             raise self.err(f"{path_text(base.path)}.{name} is inside an open layout: {path_text(base.path)} "
                            f"({base.node.pointer or '/'}) may be any JSON value, so relations cannot name its "
@@ -737,6 +750,7 @@ class Grounder:
             if not -len(base.items) <= idx < len(base.items):
                 raise self.err(f"index {idx} out of range (in {to_text(ast)})")
             return base.items[idx][1]
+        self._not_recursive(base, ast)
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             raise self.err(f"indexing something that is not an array (in {to_text(ast)})")
         a = base.node
@@ -772,6 +786,7 @@ class Grounder:
         if isinstance(base, SelRef):
             raise self.err(f"[*] after a variable index is not supported (in {to_text(ast)}); "
                            f"range over the items with a generator instead")
+        self._not_recursive(base, ast)
         if not isinstance(base, Ref) or not isinstance(base.node, Arr):
             what = path_text(base.path) if isinstance(base, Ref) else to_text(ast["args"][0])
             kind = {Obj: "an object", Scalar: "a single value"}.get(type(base.node), "not an array") \

@@ -29,6 +29,7 @@ class ObjectRules:
     max_props: Optional[int] = None
     deps: dict[int, int] = field(default_factory=dict)
     open_: bool = False
+    forbidden: int = 0  # fields that may never be present (recursion.py: too deep to fit)
 
     def __post_init__(self) -> None:
         self._memo: dict[tuple[int, int], int] = {}
@@ -43,6 +44,8 @@ class ObjectRules:
     # -- one field's choice -------------------------------------------------------------------------
     def may_be_present(self, j: int, mask: int) -> bool:
         """Field j's own dependencies allow it: no field it requires was left out before it."""
+        if self.forbidden >> j & 1:
+            return False
         t = self.deps.get(j, 0) & ((1 << j) - 1)
         return t & mask == t
 
@@ -145,7 +148,7 @@ def rule_fields(machine: Any, rest: tuple, top: tuple, sol: Any) -> list:
 
     _, path, j, n, mask = top
     node = machine.node_at(path)
-    rules: ObjectRules = node.rules
+    rules: ObjectRules = machine.rules_at(path, node)
     if j == len(node.fields):
         if node.extra is not None:
             return [(rest + (("E", path, n, frozenset()),), sol)]

@@ -318,6 +318,7 @@ class SchemaCompiler:
         # narrowing, noted in the report)
         self.open_objects = open_objects
         self._ref_stack: list[str] = []
+        self._refs = _ref_table()
         self._report: dict[tuple[str, str], str] = {}
 
     @property
@@ -330,7 +331,11 @@ class SchemaCompiler:
     def compile(self) -> LayoutNode:
         if not isinstance(self.doc, dict):
             raise SpecError("", f"a spec must be a JSON object (a JSON Schema), got {type(self.doc).__name__}")
-        return self.node(self.doc, "", 0)
+        from factorspec.graph import recursion  # recursive $ref (recursion.py imports this module)
+
+        root = self.node(self.doc, "", 0)
+        recursion.check(root, self._refs)
+        return root
 
     def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
         if not isinstance(ref, str) or not ref.startswith("#"):
@@ -391,14 +396,19 @@ class SchemaCompiler:
                 return self._all_of({**rest, "allOf": [{"$ref": s["$ref"]}] + list(rest.get("allOf", []))},
                                     ptr, depth)
             ref = s["$ref"]
-            if ref in self._ref_stack:
-                raise SpecError(f"{ptr}/$ref", f"recursive reference {ref!r} is not supported")
+            if ref in self._ref_stack:  # recursion: a reference node, linked when the target is done
+                return self._refs.placeholder(ref, ptr)
             target, tptr = self._resolve(ref, ptr)
             self._ref_stack.append(ref)
             try:
-                return self.node(target, tptr, depth + 1)
+                n = self.node(target, tptr, depth + 1)
+            except SpecError:
+                self._refs.drop(ref)
+                raise
             finally:
                 self._ref_stack.pop()
+            self._refs.bind(ref, n)
+            return n
         if keys & {"not", "if", "then", "else", "dependentSchemas", "dependencies"} and \
                 has_conditionals({k: s[k] for k in keys}):
             # not / if-then-else / schema dependencies pushed into positive allOf members (negation.py)
@@ -1257,6 +1267,12 @@ def _regular_of(s: dict) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(pos)), list(dict.fromkeys(r.get("none", [])))
 
 
+def _ref_table() -> Any:
+    from factorspec.graph.recursion import RefTable
+
+    return RefTable()
+
+
 def compile_schema(doc: dict, open_objects: bool = True) -> LayoutNode:
     """Compile a schema document (the spec minus its relations) into the template tree."""
     return SchemaCompiler(doc, open_objects).compile()
@@ -1294,7 +1310,7 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
         return "{" + style.item_sep.join(parts) + "}"
     if isinstance(node, Arr):
         return "[" + style.item_sep.join(canonical_text(node.item, v, style) for v in value) + "]"
-    if node.kind == "union":
+    if node.kind in ("union", "ref"):
         alt = next((a for a in node.alts if not schema_violations(a, value)), node.alts[0])
         return canonical_text(alt, value, style)
     if node.kind == "any":
@@ -1353,7 +1369,7 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
         return out
     if node.kind == "any":
         return out
-    if node.kind == "union":
+    if node.kind in ("union", "ref"):  # a reference node: its one alternative is the target
         best: Optional[list] = None
         for a in node.alts:
             v = schema_violations(a, value, path)

@@ -11,6 +11,7 @@ from factorspec.errors import BudgetExceeded, InputLimitError, SpecError, Unsati
 from factorspec.graph.ground import Grounder, Relation, load_relations
 from factorspec.graph.limits import MAX_DEPTH, MAX_VIOLATIONS, depth_of, elide, load_json
 from factorspec.graph.objects import fresh_keys, minimal_members
+from factorspec.graph.recursion import Heights, has_refs
 from factorspec.graph.relations import from_json
 from factorspec.graph.schema import (
     EXTENSION_KEY,
@@ -116,6 +117,7 @@ class CompiledSpec:
         self.var_of, self.len_var_of, self.present_var_of = g.var_of, g.len_var_of, g.present_var_of
         self.problem = Problem(self.vars, self.factors)
         self._root: Optional[State] = None
+        self._heights: Optional[Heights] = None  # a recursive layout's smallest instances (recursion.py)
         self._root_done = False
         self._t0 = 0.0
 
@@ -195,12 +197,14 @@ class CompiledSpec:
         """Build a record from an assignment; unconstrained slots get their smallest values."""
         lens = {p: A[v.id] for p, v in self.len_var_of.items()}
         present = {p: A[v.id] for p, v in self.present_var_of.items()}
+        if self._heights is None and has_refs(self.template):
+            self._heights = Heights(self.template)
         return self._build(self.template, (), A, lens, present)
 
     def _build(self, node: LayoutNode, path: tuple, A: list, lens: dict, present: dict) -> Any:
         if isinstance(node, Obj):
             if node.rules is not None:  # no presence variables there (ground refuses them): a smallest object
-                return _minimal(node, lambda f, p: self._build(f.node, p, A, lens, present), path)
+                return _minimal(node, lambda f, p: self._build(f.node, p, A, lens, present), path, self._heights)
             out = {}
             for f in node.fields:
                 p = path + (f.key,)
@@ -214,7 +218,7 @@ class CompiledSpec:
         v = self.var_of.get(path)
         if v is not None:
             return node.decode(A[v.id])
-        return _minimal(node)
+        return _minimal(node, None, path, self._heights)
 
     def assignment_of(self, record: Any) -> tuple[Optional[list], list[Violation]]:
         """Internal assignment of a record (schema-valid), or the schema violations."""
@@ -286,12 +290,15 @@ class CompiledSpec:
         return canonical_text(self.template, record, self.style)
 
 
-def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) -> Any:
+def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = (), hs: Optional[Heights] = None) -> Any:
+    """A smallest value of the node (`hs`: the heights of a recursive layout, whose smallest
+    instances pick the alternatives and members that end the recursion soonest)."""
     if isinstance(node, Obj):
         if node.rules is None:
-            return {f.key: _minimal(f.node) for f in node.fields if f.required}
-        mask, n_extra = minimal_members(node.rules)
-        out = {f.key: (build(f, path + (f.key,)) if build else _minimal(f.node))
+            return {f.key: _minimal(f.node, None, (), hs) for f in node.fields if f.required}
+        rules = node.rules if hs is None else hs.rules_within(node, hs.of(node) - 1)
+        mask, n_extra = minimal_members(rules)
+        out = {f.key: (build(f, path + (f.key,)) if build else _minimal(f.node, None, (), hs))
                for j, f in enumerate(node.fields) if mask >> j & 1}
         assert node.extra is not None or not n_extra
         if node.keys is not None:  # keys of the patterns' language (infinite: rules are refused otherwise)
@@ -300,13 +307,15 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = ()) ->
         else:
             fresh = fresh_keys({f.key for f in node.fields}, n_extra)
         for k in fresh:
-            out[k] = _minimal(node.extra_node(k))  # type: ignore[arg-type]
+            out[k] = _minimal(node.extra_node(k), None, (), hs)  # type: ignore[arg-type]
         return out
     if isinstance(node, Arr):
-        return [_minimal(node.item) for _ in range(node.min_items)]
+        return [_minimal(node.item, None, (), hs) for _ in range(node.min_items)]
     s: Scalar = node
+    if s.kind == "ref":
+        return _minimal(s.alts[0], None, (), hs)
     if s.kind == "union":
-        return _minimal(s.alts[0])
+        return _minimal(s.alts[0] if hs is None else hs.alternative(s), None, (), hs)
     if s.kind == "enum":
         return s.values[0]
     if s.kind == "string":
@@ -413,7 +422,7 @@ def unique_relations(template: LayoutNode) -> list[Relation]:
                 out.append(Relation(f"uniqueItems at {ptr}", f"all_different({'.'.join(keys)}[*])",
                                     from_json(ast), "", f"{ptr}/uniqueItems"))
             walk(node.item, keys + ["*"], True)
-        elif isinstance(node, Scalar) and node.kind == "union":
+        elif isinstance(node, Scalar) and node.kind == "union":  # (a reference node: recursion.check)
             for a in node.alts:
                 if _has_unique(a):
                     raise SpecError(f"{a.pointer or '/'}", "uniqueItems inside anyOf/oneOf is not supported")

@@ -29,7 +29,9 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from factorspec.graph.domain import dmax, dmin, dsize
-from factorspec.graph.objects import rule_fields
+from factorspec.graph.limits import MAX_DEPTH
+from factorspec.graph.objects import ObjectRules, rule_fields
+from factorspec.graph.recursion import Heights, has_refs
 from factorspec.graph.regex_lang import TOP, StringLang
 from factorspec.graph.relations import format_decimal
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
@@ -48,8 +50,12 @@ _CONT = ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F))
 class TextMachine:
     """The byte automaton of one compiled spec (shared by every request of that spec)."""
 
-    def __init__(self, spec: CompiledSpec, style: Optional[TextStyle] = None) -> None:
+    def __init__(self, spec: CompiledSpec, style: Optional[TextStyle] = None, max_depth: int = MAX_DEPTH) -> None:
         self.spec = spec
+        # a recursive layout (recursion.py): the texts are its instances within max_depth levels
+        self.heights: Optional[Heights] = Heights(spec.template, max_depth) if has_refs(spec.template) else None
+        self.max_depth = max_depth
+        self._levels: dict[tuple, int] = {}
         self.style = style or spec.style
         self.sep = self.style.item_sep.encode()
         self.key_sep = self.style.key_sep.encode()
@@ -95,6 +101,36 @@ class TextMachine:
                     node = node.item
             self._nodes[path] = n = node
         return n
+
+    def level_at(self, path: tuple) -> int:
+        """How many arrays/objects enclose the value at `path` (recursive layouts only)."""
+        n = self._levels.get(path)
+        if n is not None:
+            return n
+        i = len(path)  # the longest prefix already known, then forward from there
+        while i > 0 and path[:i] not in self._levels:
+            i -= 1
+        n = self._levels.get(path[:i], 0)
+        for j in range(i, len(path)):
+            parent = self.node_at(path[:j])
+            if isinstance(parent, (Obj, Arr)) or (path[j] == "#v" and isinstance(parent, Scalar)):
+                n += 1
+            self._levels[path[: j + 1]] = n
+        return n
+
+    def fits(self, path: tuple) -> bool:
+        """Does some instance of the value at `path` fit within the depth left (always, for a
+        layout without recursion)?"""
+        if self.heights is None:
+            return True
+        return self.level_at(path) + self.heights.of(self.node_at(path)) <= self.max_depth
+
+    def rules_at(self, path: tuple, node: Obj) -> ObjectRules:
+        """The object's rules, with the parts that cannot fit in the depth left forbidden."""
+        assert node.rules is not None
+        if self.heights is None:
+            return node.rules
+        return self.heights.rules_within(node, self.max_depth - self.level_at(path) - 1)
 
     def expand(self, cfg: Config) -> list[Config]:
         """Resolve the top task until it consumes bytes (or the stack is empty)."""
@@ -148,9 +184,14 @@ class TextMachine:
             if node.lang is not None:
                 return [(rest + (("R", path, node.lang.start, 0, 0, 0), ("L", b'"')), sol)]
             return [(rest + (("T", path, 0, 0, 0), ("L", b'"')), sol)]
-        if node.kind == "union":
-            return [(rest + (("V", path + (("|", i),)),), sol) for i in range(len(node.alts))]
+        if node.kind in ("union", "ref"):  # a reference node: its one alternative is the target
+            alts = [path + (("|", i),) for i in range(len(node.alts))]
+            return [(rest + (("V", p),), sol) for p in alts if self.heights is None or self.fits(p)]
         if node.kind == "any":
+            if self.heights is not None and self.level_at(path) >= self.max_depth:  # no room for a container
+                return [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
+                        (rest + (("S", path + ("#n",), b""),), sol), (rest + (("L", b"true"),), sol),
+                        (rest + (("L", b"false"),), sol), (rest + (("L", b"null"),), sol)]
             return [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
                     (rest + (("S", path + ("#n",), b""),), sol),
                     (rest + (("L", b"true"),), sol), (rest + (("L", b"false"),), sol),
@@ -164,12 +205,13 @@ class TextMachine:
         member (within maxProperties) with a key that is neither declared nor already used."""
         _, path, n, used = top
         node: Obj = self.node_at(path)  # type: ignore[assignment]
-        rules = node.rules
+        rules = node.rules if node.rules is None else self.rules_at(path, node)
         out = []
         if rules is None or n >= rules.min_props:
             out.append((rest + (("L", b"}"),), sol))
         if (rules is None or rules.max_props is None or n < rules.max_props) and \
-                (node.keys is None or node.keys.more_keys(used)):
+                (node.keys is None or node.keys.more_keys(used)) and \
+                self.fits(path + ((("+",) if node.keys is None else ("+", 0)),)):
             # the key's task is replaced by an ('E', ...) with the key added when it closes
             key: tuple = ("X", path, 0, 0, 0, b"", used) if node.keys is None else \
                 ("K", path, node.keys.lang.start, 0, 0, 0, "", used)
@@ -227,6 +269,11 @@ class TextMachine:
             return [present]
         absent = (rest + (("O", path, j + 1, n),), sol)
         pv = self.spec.present_var_of.get(fpath)
+        if not self.fits(fpath):  # too deep for any instance here (recursive layouts)
+            if pv is None:
+                return [absent]
+            s0 = sol.narrow(pv.id, frozenset([0]))
+            return [] if s0 is None else [(absent[0], s0)]
         if pv is None:
             return [present, absent]
         out = []
@@ -246,7 +293,7 @@ class TextMachine:
         lv = self.spec.len_var_of.get(path)
         if lv is None:
             out = []
-            if k + 1 <= (node.max_items if node.max_items is not None else k + 1):
+            if k + 1 <= (node.max_items if node.max_items is not None else k + 1) and self.fits(path + (k,)):
                 out.append(more)
             if k >= node.min_items:
                 out.append(close)
@@ -730,8 +777,8 @@ _ANY_NUMBER = Scalar("", "number")
 
 
 def _sub_node(node: Scalar, p: Any) -> LayoutNode:
-    """The node one path element below a union or any-value."""
-    if node.kind == "union":
+    """The node one path element below a union, a reference node or an any-value."""
+    if node.kind in ("union", "ref"):
         return node.alts[p[1]]
     assert node.kind == "any", node.kind
     return _ANY_STRING if p == "#s" else _ANY_NUMBER if p == "#n" else node
