@@ -412,7 +412,7 @@ class SchemaCompiler:
         if keys & {"not", "if", "then", "else", "dependentSchemas", "dependencies"} and \
                 has_conditionals({k: s[k] for k in keys}):
             # not / if-then-else / schema dependencies pushed into positive allOf members (negation.py)
-            kw = next(k for k in ("not", "if", "dependentSchemas", "dependencies") if k in keys)
+            kw = next(k for k in ("not", "if", "then", "else", "dependentSchemas", "dependencies") if k in keys)
             self._note(ptr, kw, "rewritten into positive keywords")
             narrowed: list[tuple[str, str]] = []
             try:

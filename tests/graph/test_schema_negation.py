@@ -188,3 +188,17 @@ def test_patterns_equal_the_validator_on_every_short_string(k: int) -> None:
         for t in itertools.product("abc", repeat=n):
             v = "".join(t)
             assert (cs.check(v) == []) == validator.is_valid(v), (schema, v)
+
+
+def test_then_or_else_without_if_constrains_nothing() -> None:
+    """`then`/`else` without `if` have no effect (JSON Schema 2020-12, 10.2.2.2-3); once they
+    raised StopIteration while the compiler named the keyword being rewritten (fuzz case 185)."""
+    import jsonschema
+
+    from factorspec.graph.spec import compile_spec
+
+    for doc in ({"type": "integer", "minimum": 0, "maximum": 9, "then": {"maximum": 3}},
+                {"type": "integer", "minimum": 0, "maximum": 9, "else": {"minimum": 5}}):
+        cs = compile_spec(doc)
+        for v in range(-2, 12):
+            assert (cs.check(v) == []) == jsonschema.Draft202012Validator(doc).is_valid(v), (doc, v)
