@@ -14,7 +14,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
-from factorspec.graph.expr import Arith, AsInterval, Cmp, Const, Node, Scale, Unary, Var, VarRef
+from factorspec.graph.expr import Arith, AsInterval, Const, Node, Scale, Unary, Var, VarRef
+from factorspec.graph.globals.definitions import equation_sides, plain_num_var
 from factorspec.graph.globals.linear import LinSum
 from factorspec.graph.globals.monotone_chain import MonotoneChain
 
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
     from factorspec.graph.ground import Factor
 
 MAX_CHAIN = 64  # definitions followed from one source
-
-
-def _plain(n: Node) -> Optional[Var]:
-    if isinstance(n, VarRef) and n.var.values is None and n.var.kind == "num" and n.var.guard is None:
-        return n.var
-    return None
 
 
 def _const(n: Node) -> Optional[Any]:
@@ -41,7 +36,7 @@ def non_decreasing(n: Node) -> bool:
     if isinstance(n, Const):
         return n.kind == "num"
     if isinstance(n, VarRef):
-        return _plain(n) is not None
+        return plain_num_var(n) is not None
     if isinstance(n, AsInterval):
         return non_decreasing(n.a)
     if isinstance(n, Scale):
@@ -68,12 +63,8 @@ def non_decreasing(n: Node) -> bool:
 def definitions(factors: list[Factor]) -> list[tuple[Var, Node]]:
     out = []
     for f in factors:
-        n = f.node
-        if not isinstance(n, Cmp) or n.op != "==":
-            continue
-        for y_side, e in ((n.a, n.b), (n.b, n.a)):
-            y = _plain(y_side)
-            if y is not None and y.id not in e.vars and e.vars and non_decreasing(e):
+        for y, e in equation_sides(f.node):
+            if non_decreasing(e):
                 out.append((y, e))
                 break
     return out

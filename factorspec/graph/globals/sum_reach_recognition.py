@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from factorspec.graph.expr import Cmp, Node, Var, VarRef
 from factorspec.graph.globals.all_different import AllDiff
+from factorspec.graph.globals.definitions import equation_sides, plain_num_var
 from factorspec.graph.globals.linear import LinSum
 from factorspec.graph.globals.sum_reach import Row, SumReach
 
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
 
 MAX_ROWS = 4096  # rows enumerated per line
 MAX_LINES = 2_000
-
-
-def _plain(n: Node) -> Optional[Var]:
-    if isinstance(n, VarRef) and n.var.values is None and n.var.kind == "num" and n.var.guard is None:
-        return n.var
-    return None
 
 
 def _small(vs: list[Var]) -> bool:
@@ -83,13 +78,9 @@ def _progressions(lines: list[list[Row]]) -> bool:
 def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
     defs: dict[int, Node] = {}
     for f in factors:
-        n = f.node
-        if isinstance(n, Cmp) and n.op == "==":
-            for y_side, e in ((n.a, n.b), (n.b, n.a)):
-                y = _plain(y_side)
-                if y is not None and e.vars and y.id not in e.vars and y.id not in defs \
-                        and _small([vars[i] for i in sorted(e.vars)]):
-                    defs[y.id] = e
+        for y, e in equation_sides(f.node):
+            if y.id not in defs and _small([vars[i] for i in sorted(e.vars)]):
+                defs[y.id] = e
     alldiffs = [frozenset(x.var.id for _g, x in f.node.items if isinstance(x, VarRef)) for f in factors
                 if isinstance(f.node, AllDiff) and all(g is None and isinstance(x, VarRef) for g, x in f.node.items)]
     out: list[Node] = []
@@ -98,13 +89,13 @@ def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
         if not isinstance(n, Cmp) or n.op != "==":
             continue
         for s_side, total in ((n.a, n.b), (n.b, n.a)):
-            s = _plain(s_side)
+            s = plain_num_var(s_side)
             if s is None or not isinstance(total, LinSum) or s.id in total.vars or len(total.terms) > MAX_LINES:
                 continue
             lines: list[list[Row]] = []
             line_vars: list[frozenset[int]] = []
             for c, t in total.terms:
-                a = _plain(t)
+                a = plain_num_var(t)
                 if a is not None and a.id in defs:
                     e = defs[a.id]
                     vs = [vars[i] for i in sorted(e.vars)]
