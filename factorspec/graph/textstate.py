@@ -188,16 +188,14 @@ class TextMachine:
             alts = [path + (("|", i),) for i in range(len(node.alts))]
             return [(rest + (("V", p),), sol) for p in alts if self.heights is None or self.fits(p)]
         if node.kind == "any":
+            scalars = [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
+                       (rest + (("S", path + ("#n",), b""),), sol),
+                       (rest + (("L", b"true"),), sol), (rest + (("L", b"false"),), sol),
+                       (rest + (("L", b"null"),), sol)]
             if self.heights is not None and self.level_at(path) >= self.max_depth:  # no room for a container
-                return [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
-                        (rest + (("S", path + ("#n",), b""),), sol), (rest + (("L", b"true"),), sol),
-                        (rest + (("L", b"false"),), sol), (rest + (("L", b"null"),), sol)]
-            return [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
-                    (rest + (("S", path + ("#n",), b""),), sol),
-                    (rest + (("L", b"true"),), sol), (rest + (("L", b"false"),), sol),
-                    (rest + (("L", b"null"),), sol),
-                    (rest + (("G", path, 0), ("L", b"{")), sol),
-                    (rest + (("H", path, 0), ("L", b"[")), sol)]
+                return scalars
+            return scalars + [(rest + (("G", path, 0), ("L", b"{")), sol),
+                              (rest + (("H", path, 0), ("L", b"[")), sol)]
         return [(rest + (("S", path, b""),), sol)]
 
     def _extra(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
