@@ -4,8 +4,9 @@
              exact translation); its answers are exact: INFEASIBLE on a relaxation proves
              infeasibility, and a solution counts only once every factor holds on it exactly
   portfolio  (`solve_portfolio` below) `own`, `cpsat` or `auto`: propagation and the linear fill
-             first (every mode: exact and O(size)), then for `auto` the own search with a small
-             budget, then CP-SAT, then the own search again with what is left
+             first (every mode: exact and O(size)); then `auto` is the own search on trips, elsewhere
+             the own search with a small budget, then CP-SAT (the own search again only where
+             CP-SAT's relaxed answer breaks a factor)
 
 `ortools` is imported lazily, inside cpsat.py's functions: the core imports without it, and
 `auto` is `own` where it is absent.
