@@ -108,10 +108,30 @@ class SpecCompiler:
             if hit is not None:
                 return hit.check() if check else hit
         spec = compile_spec(json.loads(key), self.budget, open_objects=self.open_objects)
-        cc = CompiledConstraint(key, spec, machine_of(spec))
         if self.cache_enabled:
             with self._lock:
                 self.misses += 1
+        cc = self._keep(key, spec)
+        return cc.check() if check else cc
+
+    def cached(self, doc: Any) -> Optional[CompiledConstraint]:
+        """The compiled spec of `doc` if it is in the cache (compiles nothing)."""
+        key = canonical_spec_text(doc)
+        with self._lock:
+            hit = self._cache.get(key) if self.cache_enabled else None
+            if hit is not None:
+                self._cache.move_to_end(key)
+        return hit
+
+    def adopt(self, doc: Any, spec: CompiledSpec) -> CompiledConstraint:
+        """Take `spec`, compiled from `doc` elsewhere with this compiler's settings (e.g. by
+        another process, then pickled), as the compiled spec of `doc`, as if compiled here."""
+        return self._keep(canonical_spec_text(doc), spec)
+
+    def _keep(self, key: str, spec: CompiledSpec) -> CompiledConstraint:
+        cc = CompiledConstraint(key, spec, machine_of(spec))
+        if self.cache_enabled:
+            with self._lock:
                 have = self._cache.get(key)
                 if have is not None:  # another thread compiled it meanwhile: one object per key
                     cc = have
@@ -120,7 +140,7 @@ class SpecCompiler:
                     self._cache[key] = cc
                     while len(self._cache) > self.cache_limit:
                         self._cache.popitem(last=False)
-        return cc.check() if check else cc
+        return cc
 
     def cache_size(self) -> int:
         with self._lock:

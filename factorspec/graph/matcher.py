@@ -39,6 +39,7 @@ class Matcher:
         self.tokens: list[int] = []  # accepted tokens (for prompt-lookup drafting)
         self.prompt: list[int] = []
         self._history: list[tuple] = []
+        self._base = 0  # tokens accepted before a resumed state (`resume`): not rolled back
         self.run_memo: Optional[tuple] = None  # (configs, plan, terminated, cap, run): draft.certain_run's
         self._mask: Optional[np.ndarray] = None
 
@@ -61,6 +62,7 @@ class Matcher:
         c.tokens = list(self.tokens)
         c.prompt = list(self.prompt)
         c._history = list(self._history)
+        c._base = self._base
         c.run_memo = self.run_memo
         c._mask = self._mask
         return c
@@ -73,6 +75,32 @@ class Matcher:
         self.configs, self.plan, self.terminated, n, self._mask = snap
         del self.text[n:]
         self.tokens.pop()
+
+    def checkpoint(self) -> tuple:
+        """The state that decides everything from here (configurations, the forced-token plan
+        still to follow, termination): immutable values, so holding it costs nothing. With the
+        tokens accepted so far it is what `resume` needs to continue exactly as this matcher."""
+        return self.configs, self.plan, self.terminated
+
+    @classmethod
+    def resume(cls, machine: TextMachine, vocab: TokenVocab, state: tuple, tokens: Sequence[int]) -> Matcher:
+        """A matcher at `state` (a `checkpoint` of a matcher of the same machine, or an equal copy
+        of one) after `tokens`: the same masks, drafts and accepts from here as that matcher,
+        without replaying the tokens. `rollback` reaches only tokens accepted after this point
+        (`rollback_room`); going further back needs a matcher replayed from the start."""
+        m = cls.__new__(cls)
+        m.m, m.vocab = machine, vocab
+        m.configs, m.plan, m.terminated = state
+        m.prompt, m._history, m.run_memo, m._mask = [], [], None, None
+        m.tokens = [int(t) for t in tokens]
+        tb = vocab.token_bytes
+        m.text = bytearray(b"".join(tb[t] for t in m.tokens if t not in vocab.stop_ids and 0 <= t < len(tb)))
+        m._base = len(m.tokens)
+        return m
+
+    def rollback_room(self) -> int:
+        """How many tokens `rollback` can undo (all accepted ones, but for a resumed matcher)."""
+        return len(self._history)
 
     def set_prompt(self, prompt_ids: Sequence[int]) -> None:
         """Prompt tokens, used to draft free text by prompt lookup (n-gram)."""
@@ -144,12 +172,13 @@ class Matcher:
 
     def rollback(self, num_tokens: int) -> None:
         if num_tokens > len(self._history):
-            raise ValueError(f"cannot roll back {num_tokens} tokens, only {len(self._history)} accepted")
+            what = "accepted" if not self._base else f"accepted since it was resumed after {self._base}"
+            raise ValueError(f"cannot roll back {num_tokens} tokens, only {len(self._history)} {what}")
         for _ in range(num_tokens):
             self._restore(self._history.pop())
 
     def num_accepted(self) -> int:
-        return len(self._history)
+        return self._base + len(self._history)
 
     # -- masks ------------------------------------------------------------------------------------
     def next_token_mask(self) -> np.ndarray:
@@ -198,7 +227,7 @@ class Matcher:
         at the end of the path (teacher forcing, benchmarks, reachability checks)."""
         from factorspec.graph.token_vocab import TOKEN_END
 
-        start = len(self._history)
+        start = len(self.tokens)
         # explicit stack of (candidate tokens, next index): no recursion limit on long records
         stack: list[list] = []
         while True:

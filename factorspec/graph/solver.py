@@ -124,6 +124,19 @@ class Problem:
     def initial_domains(self) -> list:
         return [dom_range(v.lo, v.hi) for v in self.vars]
 
+    def __getstate__(self) -> dict:
+        """Pickled without its caches (nogoods, decided factors, a backend's model: results only,
+        rebuilt on demand) and without the per-thread question scope, so that a compiled spec
+        travels between processes (the mask workers share compiled specs, workers/checkpoint.py)."""
+        state = dict(self.__dict__)
+        state.update(nogoods=set(), decided={}, backend_cache={})
+        del state["_question"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._question = threading.local()
+
 
 class _Frame:
     """One open node of the explicit-stack search: its propagated domains, entailed nodes, nogood
@@ -424,6 +437,14 @@ class State:
     def __init__(self, problem: Problem, D: list, witness: list, budget: Budget) -> None:
         self.problem, self.D, self.witness, self.budget = problem, D, witness, budget
         self._memo: dict = {}
+
+    def __getstate__(self) -> tuple:
+        """Pickled by value without its memo (answers only, found again on demand)."""
+        return self.problem, self.D, self.witness, self.budget
+
+    def __setstate__(self, state: tuple) -> None:
+        self.problem, self.D, self.witness, self.budget = state
+        self._memo = {}
 
     @classmethod
     def root(cls, problem: Problem, budget: Optional[Budget] = None) -> Optional[State]:

@@ -119,6 +119,8 @@ def _raise_priority(pid: Optional[int]) -> None:
         pass  # not allowed here (then the spare never lowered its own), or it is gone
 
 
+_CUTS = 16  # rollbacks kept per request, to tell whether a late checkpoint still holds
+
 SPARE = -1  # the slot index of the warm spare until it takes a dead worker's place
 
 
@@ -243,6 +245,17 @@ class MaskWorkerPool:
         self.replays = 0  # requests moved to another worker after theirs died
         self.replay_tokens = 0  # tokens those re-adds accepted again
         self.replay_cpu_s = 0.0  # the workers' CPU time on those re-adds (compile and replay)
+        self.replay_cpu_by_slot: dict[int, float] = {}  # the same per slot
+        self.resumed = 0  # re-adds that resumed at a checkpoint (the rest replayed every token)
+        # what makes a re-add cheap (workers/checkpoint.py): per request its compiled spec as
+        # bytes (sent by the worker that compiled it, when idle) and its latest checkpoint
+        # (step id, tokens, bytes), and the rollbacks since ((step id, tokens left), at most
+        # _CUTS; a checkpoint older than a cut below it, or than the cuts kept, is not used)
+        self._images: dict[Any, bytes] = {}
+        self._ckpts: dict[Any, tuple] = {}
+        self._cuts: dict[Any, list] = {}
+        self.checkpoint_cpu_s = 0.0  # the workers' CPU time writing checkpoints and spec images (when idle)
+        self.checkpoints = 0
         self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
         self._docs: dict[Any, tuple] = {}  # rid -> (spec_doc, prompt): to re-add it elsewhere
         self._hist: dict[Any, list] = {}  # rid -> tokens accepted up to its last good step
@@ -389,6 +402,9 @@ class MaskWorkerPool:
         self._hist.pop(rid, None)
         self._crashes.pop(rid, None)
         self._sent.pop(rid, None)
+        self._images.pop(rid, None)
+        self._ckpts.pop(rid, None)
+        self._cuts.pop(rid, None)
         mirrored = rid in self._shadow_sent
         self._shadow_sent.discard(rid)
         self._mirrored.discard(rid)
@@ -579,7 +595,9 @@ class MaskWorkerPool:
             self._shadow_sent, self._mirrored = set(self._assign), set()
             for rid in sorted(self._assign, key=repr):
                 doc, prompt = self._docs[rid]
-                self._send(sp, "add", rid, doc, prompt, tuple(self._sent.get(rid, ())), True)
+                sent = self._sent.get(rid, [])
+                self._send(sp, "add", rid, doc, prompt, tuple(sent), True, self._images.get(rid),
+                           self._resume_point(rid, sent))
 
     def _take_spare(self, index: int) -> tuple[Optional[_Slot], bool]:
         """The most advanced spare (caught up first, then ready) as the new process of slot
@@ -730,7 +748,7 @@ class MaskWorkerPool:
             for rid, ok, payload in out:
                 row = h.rows[rid]
                 if ok:
-                    self._commit(rid, h.items.get(rid))
+                    self._commit(rid, h.items.get(rid), h.id)
                 if ok and h.two_phase:
                     valid, dt = payload
                     d = h.drafts.get(rid)
@@ -752,6 +770,7 @@ class MaskWorkerPool:
             what = s.what.get(seq)
             if len(msg) > 5 and what is not None and what[-1] == "replay":
                 self.replay_cpu_s += msg[5]
+                self.replay_cpu_by_slot[s.index] = self.replay_cpu_by_slot.get(s.index, 0.0) + msg[5]
             self._acked(s, seq)
             s.what.pop(seq, None)
             if s.index == SPARE:  # a shadow compiled (its add was read, and acked, long before)
@@ -764,6 +783,20 @@ class MaskWorkerPool:
                     self._forget(rid, e)
         elif kind == "ack":
             self._acked(s, msg[1])
+        elif kind == "image":  # a request's compiled spec, as bytes
+            _, seq, rid, blob, cpu = msg
+            self._acked(s, seq)
+            self.checkpoint_cpu_s += cpu
+            if self._assign.get(rid) is s:
+                self._images[rid] = blob
+        elif kind == "ckpt":  # checkpoints taken at the end of steps
+            _, seq, items, cpu = msg
+            self._acked(s, seq)
+            self.checkpoint_cpu_s += cpu
+            for rid, step_id, n, blob in items:
+                if self._assign.get(rid) is s and self._ckpt_valid(rid, step_id, n):
+                    self._ckpts[rid] = (step_id, n, blob)
+                    self.checkpoints += 1
         elif kind == "idle":  # a spare has done all it was sent, deferred mirror work included
             self._acked(s, msg[1])
             s.applied = max(s.applied, msg[1])
@@ -779,15 +812,45 @@ class MaskWorkerPool:
         elif kind == "fatal":
             s.fatal = msg[1]
 
-    def _commit(self, rid: Any, it: Optional[StepItem]) -> None:
+    def _commit(self, rid: Any, it: Optional[StepItem], step_id: int = 0) -> None:
         """A good step of `rid`: its accepted tokens are known up to here (for a replay)."""
         hist = self._hist.get(rid)
         if hist is None or it is None:
             return
         if it.rollback:
             del hist[len(hist) - it.rollback:]
+            cuts = self._cuts.setdefault(rid, [])
+            cuts.append((step_id, len(hist)))
+            del cuts[:-_CUTS]
+            ck = self._ckpts.get(rid)
+            if ck is not None and ck[1] > len(hist):
+                del self._ckpts[rid]
         hist.extend(int(t) for t in it.tokens)
         self._crashes[rid] = 0
+
+    def _ckpt_valid(self, rid: Any, step_id: int, n: int) -> bool:
+        """Whether a checkpoint of `rid` taken after step `step_id`, at `n` tokens, is its state
+        after its first n committed tokens now (no rollback since went below n)."""
+        hist = self._hist.get(rid)
+        if hist is None or n > len(hist):
+            return False
+        cuts = self._cuts.get(rid)
+        if not cuts:
+            return True
+        if len(cuts) >= _CUTS and cuts[0][0] > step_id:
+            return False  # older than the rollbacks kept
+        return all(left >= n for sid, left in cuts if sid > step_id)
+
+    def _resume_point(self, rid: Any, tokens: list) -> Optional[tuple]:
+        """(n, bytes): `rid`'s latest checkpoint, if it is the state after tokens[:n]."""
+        ck = self._ckpts.get(rid)
+        hist = self._hist.get(rid)
+        if ck is None or hist is None or ck[1] > len(tokens) or not self._ckpt_valid(rid, ck[0], ck[1]):
+            return None
+        n = ck[1]
+        if tokens is not hist and tokens[:n] != hist[:n]:
+            return None
+        return n, ck[2]
 
     def _forget(self, rid: Any, err: RequestFailed) -> None:
         self._failed[rid] = err
@@ -911,8 +974,12 @@ class MaskWorkerPool:
                 doc, prompt = self._docs[rid]
                 t.rids.add(rid)
                 self._assign[rid] = t
-                hist = tuple(self._hist.get(rid, ()))
-                self._send(t, "add", rid, doc, prompt, hist, what=("add", rid, "replay"))
+                hist_l = self._hist.get(rid, [])
+                hist = tuple(hist_l)
+                ck = self._resume_point(rid, hist_l)
+                self.resumed += ck is not None
+                self._send(t, "add", rid, doc, prompt, hist, False, self._images.get(rid), ck,
+                           what=("add", rid, "replay"))
                 moved[rid] = t
                 self.replays += 1
                 self.replay_tokens += len(hist)

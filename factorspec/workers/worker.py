@@ -14,7 +14,10 @@ import numpy as np
 from factorspec.constraint import DraftTree, fill_tree_bitmask, truncate_draft
 from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
+from factorspec.workers.checkpoint import dump_spec, dump_state, load_spec, load_state, states_of
 from factorspec.workers.protocol import PROGRESS_SHIFT, StepItem, encode_error
+
+CHECKPOINT_TOKENS = 32  # a request's state is checkpointed when its solver states change, or after this many tokens
 
 
 class TokenRejected(Exception):
@@ -52,6 +55,17 @@ class Worker:
         self.shadow_queue: collections.deque = collections.deque()
         self.shadow_queued: set = set()
         self.behind: dict[Any, list] = {}  # promoted shadows: the moves they have still to follow
+        # what makes a re-add cheap (checkpoint.py): the compiled spec of every request held here
+        # (matchers and shadows), its spec image still to send to the parent, the checkpoints
+        # still to send ((rid, step id, tokens, state), taken at the end of a step, written and
+        # sent when the pipe is empty) and, per request, the solver states and token count of the
+        # last checkpoint taken
+        self.origin: dict[Any, Any] = {}
+        self.images: dict[str, bytes] = {}
+        self.images_due: collections.deque = collections.deque()
+        self.ckpt_due: list = []
+        self.ckpt_mark: dict[Any, tuple] = {}
+        self.step_id = 0
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
         self.cancelled: Optional[np.ndarray] = None
@@ -95,31 +109,62 @@ class Worker:
             out.append((rid, False, err))
         return out
 
-    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = (), shadow: bool = False) -> Optional[tuple]:
+    def add(self, rid: Any, doc: Any, prompt: Any = None, replay: Any = (), shadow: bool = False,
+            image: Optional[bytes] = None, ckpt: Optional[tuple] = None) -> Optional[tuple]:
         """Compile `doc` for `rid`; `replay`: the tokens it had accepted on a worker that died
         (the pool moves it here and its next step continues where it was). With `shadow`, as a
-        mirror of a request served elsewhere (see `advance`, `promote`)."""
+        mirror of a request served elsewhere (see `advance`, `promote`). `image`: the spec as
+        compiled elsewhere (`checkpoint.dump_spec`), loaded instead of compiled; `ckpt`: (n, bytes),
+        its matcher's state after the first n tokens of `replay`, resumed instead of replaying them."""
         if shadow:
             self.shadow_failed.pop(rid, None)
             self.shadows.pop(rid, None)
-            self.shadow_todo[rid] = [(tuple(replay), 0)]
-            self.shadow_new[rid] = (doc, prompt, self.seq)
+            replay = tuple(replay)
+            resume = (ckpt[0], ckpt[1], replay[:ckpt[0]]) if ckpt is not None and 0 < ckpt[0] <= len(replay) else None
+            self.shadow_todo[rid] = [(replay[resume[0]:] if resume else replay, 0)]
+            self.shadow_new[rid] = (doc, prompt, self.seq, image, resume)
             self._schedule(rid)
             return None
         self.failed.pop(rid, None)
         self.behind.pop(rid, None)
+        self.ckpt_mark.pop(rid, None)
         try:
-            m = self.compiler.compile(doc).matcher(self.vocab)
+            cc, m, rest = self._build(doc, image, ckpt, tuple(replay))
             if prompt:
                 m.set_prompt(prompt)
-            if replay:
-                self._advance(m, replay, 0)
+            if rest:
+                self._advance(m, rest, 0)
         except Exception as e:  # noqa: BLE001 - every failure is reported for this request
             self.failed[rid] = encode_error(e)
             self.matchers.pop(rid, None)
+            self.origin.pop(rid, None)
             return self.failed[rid]
         self.matchers[rid] = m
+        self.origin[rid] = cc
+        if ckpt is not None and len(rest) < len(replay):
+            self.ckpt_mark[rid] = ((), ckpt[0])  # the parent holds that one
+        if image is None:
+            self.images_due.append(rid)
         return None
+
+    def _build(self, doc: Any, image: Optional[bytes], ckpt: Optional[tuple], replay: tuple) -> tuple:
+        """(compiled spec, matcher, tokens still to accept): from the image and checkpoint where
+        they are given and load, else compiled here and at the start. A checkpoint holds values
+        only, so it resumes on a spec compiled here as well as on the image."""
+        cc = None
+        if image is not None:
+            try:
+                cc = load_spec(self.compiler, doc, image)
+            except Exception:  # noqa: BLE001 - an optimisation only: compile it instead
+                cc = None
+        if cc is None:
+            cc = self.compiler.compile(doc)
+        if ckpt is not None and 0 < ckpt[0] <= len(replay):
+            try:
+                return cc, load_state(cc, ckpt[1], self.vocab, replay[:ckpt[0]]), replay[ckpt[0]:]
+            except Exception:  # noqa: BLE001 - replayed from the start instead
+                pass
+        return cc, cc.matcher(self.vocab), replay
 
     def _matcher(self, rid: Any) -> Optional[Matcher]:
         """The matcher of `rid`, brought up to date first if it is a promoted shadow still behind."""
@@ -132,6 +177,8 @@ class Worker:
 
     def remove(self, rid: Any) -> None:
         self.behind.pop(rid, None)
+        self.origin.pop(rid, None)
+        self.ckpt_mark.pop(rid, None)
         self.matchers.pop(rid, None)
         self.failed.pop(rid, None)
         self.shadows.pop(rid, None)
@@ -156,9 +203,14 @@ class Worker:
             self.shadow_queued.add(rid)
             self.shadow_queue.append(rid)
 
-    def idle_work(self) -> Optional[tuple]:
-        """One unit of deferred mirror work (compile one shadow, or bring one up to date); returns
-        the reply of a shadow just compiled, ("added", seq of its add, rid, error, seconds)."""
+    def idle_work(self, poll: Callable[[], bool] = lambda: False) -> Optional[tuple]:
+        """One unit of deferred work: mirror work first (compile one shadow, or bring one up to
+        date; the reply of a shadow just compiled: ("added", seq of its add, rid, error, seconds)),
+        then the checkpoints taken (`checkpoints`), then one spec image (`image`)."""
+        if not self.shadow_queue:
+            if self.ckpt_due:
+                return self.checkpoints(poll)
+            return self.image()
         while self.shadow_queue:
             rid = self.shadow_queue.popleft()
             self.shadow_queued.discard(rid)
@@ -170,7 +222,44 @@ class Worker:
         return None
 
     def has_idle_work(self) -> bool:
-        return bool(self.shadow_queue)
+        return bool(self.shadow_queue or self.ckpt_due or self.images_due)
+
+    def checkpoints(self, poll: Callable[[], bool]) -> Optional[tuple]:
+        """Write the checkpoints taken (until `poll` says a message waits); the reply
+        ("ckpt", seq, [(rid, step id, n, bytes), ...], cpu seconds)."""
+        c0 = time.thread_time()
+        out = []
+        k = 0
+        while self.ckpt_due:
+            rid, step_id, n, state = self.ckpt_due.pop()
+            cc = self.origin.get(rid)
+            blob = dump_state(cc, state) if cc is not None else None
+            if blob is not None:
+                out.append((rid, step_id, n, blob))
+            k += 1
+            if k % 8 == 0 and poll():
+                break
+        return ("ckpt", self.seq, out, time.thread_time() - c0) if out else None
+
+    def image(self) -> Optional[tuple]:
+        """The spec image of the next request added here whose spec the parent has not got:
+        ("image", seq, rid, bytes, cpu seconds); one a call."""
+        while self.images_due:
+            rid = self.images_due.popleft()
+            cc = self.origin.get(rid)
+            if cc is None:
+                continue
+            c0 = time.thread_time()
+            blob = self.images.get(cc.key)
+            if blob is None:
+                blob = dump_spec(cc)
+                if blob is None:
+                    continue
+                self.images[cc.key] = blob
+                while len(self.images) > self.compiler.cache_limit:
+                    self.images.pop(next(iter(self.images)))
+            return ("image", self.seq, rid, blob, time.thread_time() - c0)
+        return None
 
     def _catch_up(self, rid: Any) -> Optional[tuple]:
         """Compile `rid`'s shadow if it is new and apply the moves it has still to follow; the
@@ -179,16 +268,23 @@ class Worker:
         moves = self.shadow_todo.pop(rid, [])
         try:
             if new is not None:
-                doc, prompt, _seq = new
-                m = self.compiler.compile(doc).matcher(self.vocab)
+                doc, prompt, _seq, image, ck = new
+                if ck is not None:
+                    cc, m, rest = self._build(doc, image, ck[:2], ck[2])
+                    if rest:
+                        moves = [(rest, 0)] + moves
+                else:
+                    cc, m, _ = self._build(doc, image, None, ())
                 if prompt:
                     m.set_prompt(prompt)
                 self.shadows[rid] = m
+                self.origin[rid] = cc
             m = self.shadows[rid]
             for tokens, rollback in moves:
                 self._advance(m, tokens, rollback)
         except Exception as e:  # noqa: BLE001
             self.shadows.pop(rid, None)
+            self.origin.pop(rid, None)
             self.shadow_failed[rid] = encode_error(e)
             return self.shadow_failed[rid]
         return None
@@ -208,6 +304,8 @@ class Worker:
             else:
                 self.failed[rid] = self.shadow_failed.get(rid) or (
                     "RequestFailed", "its mirror was not on the worker that took over", "")
+        for rid in self.shadows:
+            self.origin.pop(rid, None)
         self.shadows.clear()
         self.shadow_failed.clear()
         self.shadow_new.clear()
@@ -250,7 +348,10 @@ class Worker:
                 out.append(self._unknown(rid, row))
                 continue
             try:
+                m = self._rewound(rid, m, it.rollback)
                 self._advance(m, it.tokens, it.rollback)
+                if it.rollback:
+                    self.ckpt_mark.pop(rid, None)
                 term = m.is_terminated()
                 if it.width_policy is not None and width > 0 and not term:
                     width = it.width_policy.worker_width(m, width)
@@ -295,6 +396,8 @@ class Worker:
             except Exception as e:  # noqa: BLE001
                 out.append(self._fail(rid, e, row))
                 continue
+            if not m.is_terminated():
+                self._note(rid, m, 0)
             out.append((rid, True, (valid, dt + time.perf_counter() - t0)))
         return out
 
@@ -309,6 +412,7 @@ class Worker:
         if m is None:
             return self._unknown(rid, row)
         try:
+            m = self._rewound(rid, m, it.rollback)
             self._advance(m, it.tokens, it.rollback)
             if self.bitmask is None:
                 raise RuntimeError("worker has no shared bitmask block")
@@ -317,7 +421,40 @@ class Worker:
             draft = m.draft(width) if width > 0 and not term else DraftTree()
         except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
             return self._fail(rid, e, row)
+        if not term:
+            self._note(rid, m, it.rollback)
         return rid, True, (draft, term, time.perf_counter() - t0)
+
+    def _rewound(self, rid: Any, m: Matcher, rollback: int) -> Matcher:
+        """`m`, or, when it was resumed from a checkpoint and `rollback` goes back past that point,
+        the same request replayed from the start (its accepted tokens are in the matcher), which
+        can roll back that far."""
+        cc = self.origin.get(rid)
+        if rollback <= m.rollback_room() or cc is None:
+            return m
+        m2 = cc.matcher(self.vocab)
+        m2.set_prompt(m.prompt)
+        self._advance(m2, m.tokens, 0)
+        self.matchers[rid] = m2
+        return m2
+
+    def _note(self, rid: Any, m: Matcher, it_rollback: int) -> None:
+        """Take a checkpoint of `rid` at the end of this step when its solver states changed
+        since the last one (or many tokens went by): only the state's immutable values are held
+        here; they are written and sent when the pipe is empty (`idle_work`). Replaying a value's
+        tokens costs the solver's narrowing; text between values replays cheaply."""
+        if rid not in self.origin:
+            return
+        n = len(m.tokens)
+        states = states_of(m)
+        mark = None if it_rollback else self.ckpt_mark.get(rid)
+        if mark is not None:
+            old, at = mark
+            if n == at or (n - at < CHECKPOINT_TOKENS and len(old) == len(states)
+                           and all(a is b for a, b in zip(old, states))):
+                return
+        self.ckpt_mark[rid] = (states, n)
+        self.ckpt_due.append((rid, self.step_id, n, m.checkpoint()))
 
     def _unknown(self, rid: Any, row: int) -> tuple:
         """A request this worker does not hold: the error that ended it, or "unknown"."""
@@ -398,10 +535,10 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: b
     try:
         while True:
             if w.has_idle_work() and not conn_in.poll(0):
-                reply = w.idle_work()
+                reply = w.idle_work(lambda: conn_in.poll(0))
                 if reply is not None:
                     conn_out.send(reply)
-                if not w.has_idle_work() and w.seq > idle_said:
+                if w.bitmask is None and not w.has_idle_work() and w.seq > idle_said:
                     conn_out.send(("idle", w.seq))
                     idle_said = w.seq
                 continue
@@ -411,6 +548,8 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: b
                 return
             kind, seq = msg[0], msg[1]
             w.seq = seq
+            if kind == "step":
+                w.step_id = msg[2]
             if kind == "step" and len(msg) > 4 and msg[4]:  # two-phase: drafts first, then rows
                 t0, c0 = time.perf_counter(), time.thread_time()
                 first, todo = w.tree_drafts(msg[3])

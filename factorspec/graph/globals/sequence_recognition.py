@@ -6,6 +6,7 @@ position), and posts one `DistinctSequence`. It reads structure only, never name
 """
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -167,43 +168,46 @@ def _hashable(v: Any) -> bool:
         return False
 
 
+def _probe(vars: list[Var], factors: list[Factor], xs: list[int], vals: Any, seq: DistinctSequence) -> list[list[int]]:
+    """Each (position, value)'s window of tau from the local factors (a module-level function, so that a
+    compiled spec pickles: workers share compiled specs through a cache file)."""
+    assert seq.chain is not None and seq.h is not None  # probed only with a chain
+    D0 = [dom_range(v.lo, v.hi) for v in vars]
+    nv = len(vals)
+    out: list[list[int]] = []
+    steps = len(seq.chain) - 1
+    for j in range(len(xs)):
+        if j >= steps:
+            out.append([-1] * nv)
+            continue
+        local_vars = {xs[j]} | {v for v, _ in seq.chain[j]} | {v for v, _ in seq.chain[j + 1]}
+        local = [f.node for f in factors if f.node.vars and f.node.vars <= local_vars
+                 and xs[j] in f.node.vars]
+        row = []
+        for v in range(nv):
+            D = list(D0)
+            D[xs[j]] = frozenset([v])
+            if not _fixpoint(local, D):
+                row.append(0)
+                continue
+            t = seq._tau(D, j)
+            t1 = seq._tau(D, j + 1)
+            if t is None or t1 is None:
+                row.append(-1)
+                continue
+            hv = seq.h[v]
+            if hv is None:
+                row.append(0)
+                continue
+            row.append(t & (t1 >> hv))
+        out.append(row)
+    return out
+
+
 def _make(vars: list[Var], factors: list[Factor], xs: list[int], succ, chain, h) -> DistinctSequence:
     """The node, with a probe that finds each (position, value)'s window of tau from the local factors."""
     vals = vars[xs[0]].values
     assert vals is not None  # recognise() posts only slots with a value list
-    def probe(seq: DistinctSequence) -> list[list[int]]:
-        assert seq.chain is not None and seq.h is not None  # probed only with a chain
-        D0 = [dom_range(v.lo, v.hi) for v in vars]
-        nv = len(vals)
-        out: list[list[int]] = []
-        steps = len(seq.chain) - 1
-        for j in range(len(xs)):
-            if j >= steps:
-                out.append([-1] * nv)
-                continue
-            local_vars = {xs[j]} | {v for v, _ in seq.chain[j]} | {v for v, _ in seq.chain[j + 1]}
-            local = [f.node for f in factors if f.node.vars and f.node.vars <= local_vars
-                     and xs[j] in f.node.vars]
-            row = []
-            for v in range(nv):
-                D = list(D0)
-                D[xs[j]] = frozenset([v])
-                if not _fixpoint(local, D):
-                    row.append(0)
-                    continue
-                t = seq._tau(D, j)
-                t1 = seq._tau(D, j + 1)
-                if t is None or t1 is None:
-                    row.append(-1)
-                    continue
-                hv = seq.h[v]
-                if hv is None:
-                    row.append(0)
-                    continue
-                row.append(t & (t1 >> hv))
-            out.append(row)
-        return out
-
     if chain is not None:
         # times are bitsets over [base, base + span]: only for modest spans (huge bounds would
         # make huge ints), and the one-time probe only for modest sizes
@@ -212,7 +216,7 @@ def _make(vars: list[Var], factors: list[Factor], xs: list[int], succ, chain, h)
         if span > MAX_SPAN or max((x for x in h if x is not None), default=0) > MAX_SPAN \
                 or len(xs) * len(vals) > MAX_PROBES:
             chain, h = None, None
-    seq = DistinctSequence(xs, succ, chain, h, probe)
+    seq = DistinctSequence(xs, succ, chain, h, functools.partial(_probe, vars, factors, xs, vals))
     if chain is not None:
         seq.base = base
     return seq
