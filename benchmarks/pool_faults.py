@@ -91,6 +91,9 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         work: list = info.setdefault("work", [])  # per step: worker compute ms per slot
         cpu: list = info.setdefault("cpu", [])  # per step: the most CPU seconds one worker spent on it
         readd: list = info.setdefault("readd", [])  # per step: CPU seconds of re-adds that came back during it
+        # per step: the most CPU one worker spent on it, its re-adds counted (what a kill adds)
+        cpu_all: list = info.setdefault("cpu_all", [])
+        by_slot: dict = {}
         while live:
             assert len(times) < 2000, "runaway"
             kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
@@ -109,6 +112,10 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
             work.append({k: round(1e3 * v, 1) for k, v in sorted(h.worker_s.items())})
             cpu.append(max(h.worker_cpu.values(), default=0.0))
             readd.append(pool.replay_cpu_s - sum(readd))
+            now = dict(pool.replay_cpu_by_slot)
+            cpu_all.append(max((h.worker_cpu.get(k, 0.0) + now.get(k, 0.0) - by_slot.get(k, 0.0)
+                                for k in set(h.worker_cpu) | set(now)), default=0.0))
+            by_slot = now
             if kill:
                 hit.append(len(times) - 1)
             nxt = []
@@ -130,6 +137,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
             live = nxt
         info["restarts"], info["replays"], info["promoted"] = pool.restarts, pool.replays, pool.promoted
         info["replay_tokens"] = pool.replay_tokens
+        info["resumed"], info["ckpt_cpu"], info["ckpts"] = pool.resumed, pool.checkpoint_cpu_s, pool.checkpoints
         info["run_s"] = time.monotonic() - t0
     return emitted, times, hit
 
@@ -169,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
           f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
           f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']} (replaying "
-          f"{fi['replay_tokens']} tokens); "
+          f"{fi['replay_tokens']} tokens; {fi['resumed']} resumed at a checkpoint); "
           f"token-identical to the run without faults: {same}/{len(clean)}")
     print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills, "
           f"forward {a.forward_ms:g} ms a step; "
@@ -178,7 +186,10 @@ def main(argv: list[str] | None = None) -> None:
           f"ms); max {1e3 * max(ftimes):.1f} ms")
     worst = worst_cpu = 0.0
     cpu50 = statistics.median(fi["cpu"])
-    print(f"CPU of the busiest worker a step (what contention does not stretch): p50 {1e3 * cpu50:.1f} ms")
+    print(f"CPU of the busiest worker a step (what contention does not stretch): p50 {1e3 * cpu50:.1f} ms; "
+          f"checkpoints and spec images written when idle: {ci['ckpts']} checkpoints, {ci['ckpt_cpu']:.2f} s of "
+          f"worker CPU in the run without faults ({fi['ckpts']}, {fi['ckpt_cpu']:.2f} s with)")
+    worst_all = 0.0
     for i in hit:
         for j in (i, i + 1):
             if j >= len(ftimes):
@@ -186,14 +197,18 @@ def main(argv: list[str] | None = None) -> None:
             base = ctimes[j] if j < len(ctimes) else float("nan")
             worst = max(worst, ftimes[j] / p50)
             worst_cpu = max(worst_cpu, fi["cpu"][j] / cpu50)
+            worst_all = max(worst_all, fi["cpu_all"][j] / cpu50)
             print(f"  step {j:3d} ({'killed mid-step' if j == i else 'the next one'}): {1e3 * ftimes[j]:7.1f} ms = "
                   f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults; "
                   f"busiest worker's CPU {1e3 * fi['cpu'][j]:.1f} ms = {fi['cpu'][j] / cpu50:.2f}x its p50, "
                   f"{fi['cpu'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
-                  f"without faults; re-adds' CPU {1e3 * fi['readd'][j]:.0f} ms; worker "
+                  f"without faults; re-adds' CPU {1e3 * fi['readd'][j]:.0f} ms; busiest worker's CPU with its "
+                  f"re-adds {1e3 * fi['cpu_all'][j]:.1f} ms = {fi['cpu_all'][j] / cpu50:.2f}x its p50, "
+                  f"{fi['cpu_all'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
+                  f"without faults; worker "
                   f"compute ms {fi['work'][j]} (without faults {ci['work'][j] if j < len(ci['work']) else '-'})")
     print(f"worst step hit by or right after a kill: {worst:.2f}x p50 (wall); busiest worker's CPU {worst_cpu:.2f}x "
-          f"its p50")
+          f"its p50, {worst_all:.2f}x with its re-adds")
     if same != len(clean):
         raise SystemExit("tokens differ from the run without faults")
 

@@ -442,6 +442,10 @@ class State:
         """Pickled by value without its memo (answers only, found again on demand)."""
         return self.problem, self.D, self.witness, self.budget
 
+    def answers(self) -> int:
+        """How many answers this state holds memoised (grows as questions are asked from it)."""
+        return len(self._memo)
+
     def __setstate__(self, state: tuple) -> None:
         self.problem, self.D, self.witness, self.budget = state
         self._memo = {}

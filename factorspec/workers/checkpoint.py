@@ -9,8 +9,10 @@ written by value (stacks of tuples, ints, strings and bytes, and solver states a
 and witness), with the spec's solver problem and budget written as references to the spec's
 own, so that the resumed matcher holds equal values over an equal spec. Anything else in a
 state (an object this module does not know) makes `dump_state` return None: the request is then
-replayed from its tokens, as before. Caches (a state's memo, the problem's nogoods) are left out;
-they hold answers only.
+replayed from its tokens, as before. The answers the solver found from the matcher's current
+states (their memo: the narrowings a draft looked ahead through) travel with the checkpoint, so a
+resumed request does not search for them again; other caches (deeper memos, the problem's
+nogoods, a spec image's memos) are left out: they hold answers only, found again on demand.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ class _Unsupported(Exception):
     pass
 
 
-def _state(D: list, witness: list) -> State:  # pragma: no cover - replaced on load (`_StateUnpickler`)
+def _state(D: list, witness: list, memo: Any = None) -> State:  # pragma: no cover - replaced on load
     raise RuntimeError("a matcher checkpoint is loaded by load_state")
 
 
@@ -39,14 +41,17 @@ class _StatePickler(pickle.Pickler):
     asked about exact ints, strings, bytes, tuples, lists, sets and frozensets); a solver state is
     written as its domains and witness; a Fraction as itself; anything else is refused."""
 
-    def __init__(self, f: Any, spec: CompiledSpec) -> None:
+    def __init__(self, f: Any, spec: CompiledSpec, top: tuple = ()) -> None:
         super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
         self.problem, self.budget = spec.problem, spec.budget
+        self.top = top
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is State:
             if obj.problem is not self.problem or obj.budget is not self.budget:
                 raise _Unsupported("a solver state of another problem")
+            if any(obj is t for t in self.top):  # with the answers found from it (their states without theirs)
+                return _state, (obj.D, obj.witness, obj._memo)
             return _state, (obj.D, obj.witness)
         if type(obj) is Fraction or obj is Fraction or obj is _state:
             return NotImplemented
@@ -57,7 +62,13 @@ class _StateUnpickler(pickle.Unpickler):
     def __init__(self, f: Any, spec: CompiledSpec) -> None:
         super().__init__(f)
         problem, budget = spec.problem, spec.budget
-        self._make = lambda D, witness: State(problem, D, witness, budget)
+
+        def make(D: list, witness: list, memo: Any = None) -> State:
+            s = State(problem, D, witness, budget)
+            if memo:
+                s._memo = dict(memo)
+            return s
+        self._make = make
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == (__name__, "_state"):
@@ -109,7 +120,7 @@ def dump_state(cc: CompiledConstraint, state: tuple) -> Optional[bytes]:
     record), or None when it holds something this module does not write by value."""
     f = io.BytesIO()
     try:
-        _StatePickler(f, cc.spec).dump(state)
+        _StatePickler(f, cc.spec, tuple(c[1] for c in state[0])).dump(state)
     except (_Unsupported, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     return f.getvalue()
@@ -122,6 +133,8 @@ def load_state(cc: CompiledConstraint, blob: bytes, vocab: Any, tokens: Any) -> 
 
 
 def states_of(m: Matcher) -> tuple:
-    """The solver states `m` is at (a checkpoint is worth taking when they change: replaying a
-    value's tokens costs the solver's narrowing, replaying text between values little)."""
-    return tuple(c[1] for c in m.configs)
+    """The solver states `m` is at and how many answers they hold (a checkpoint is worth taking
+    when these change: replaying a value's tokens costs the solver's narrowing, and a checkpoint
+    carries the answers found from its states; replaying text between values costs little)."""
+    sols = tuple(c[1] for c in m.configs)
+    return sols, sum(s.answers() for s in sols if s is not None)

@@ -254,6 +254,9 @@ class MaskWorkerPool:
         self._images: dict[Any, bytes] = {}
         self._ckpts: dict[Any, tuple] = {}
         self._cuts: dict[Any, list] = {}
+        # CPU seconds of one request's part of a step and of one re-add (running means): how the
+        # re-adds of a dead worker's requests are spread (`_on_dead`)
+        self._cost_step, self._cost_add = 3e-4, 3e-3
         self.checkpoint_cpu_s = 0.0  # the workers' CPU time writing checkpoints and spec images (when idle)
         self.checkpoints = 0
         self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
@@ -743,6 +746,8 @@ class MaskWorkerPool:
                 return  # a step already given up on
             h.worker_s[s.index] = h.worker_s.get(s.index, 0.0) + w_end - w_begin
             h.worker_cpu[s.index] = h.worker_cpu.get(s.index, 0.0) + w_cpu
+            if out:
+                self._cost_step += 0.1 * (w_cpu / len(out) - self._cost_step)
             h.spans[s.index] = (w_begin, w_end, t_read)
             h.pending_drafts.pop(key, None)
             for rid, ok, payload in out:
@@ -770,6 +775,7 @@ class MaskWorkerPool:
             what = s.what.get(seq)
             if len(msg) > 5 and what is not None and what[-1] == "replay":
                 self.replay_cpu_s += msg[5]
+                self._cost_add += 0.1 * (msg[5] - self._cost_add)
                 self.replay_cpu_by_slot[s.index] = self.replay_cpu_by_slot.get(s.index, 0.0) + msg[5]
             self._acked(s, seq)
             s.what.pop(seq, None)
@@ -794,7 +800,9 @@ class MaskWorkerPool:
             self._acked(s, seq)
             self.checkpoint_cpu_s += cpu
             for rid, step_id, n, blob in items:
-                if self._assign.get(rid) is s and self._ckpt_valid(rid, step_id, n):
+                have = self._ckpts.get(rid)
+                if (self._assign.get(rid) is s and (have is None or have[0] < step_id)
+                        and self._ckpt_valid(rid, step_id, n)):
                     self._ckpts[rid] = (step_id, n, blob)
                     self.checkpoints += 1
         elif kind == "idle":  # a spare has done all it was sent, deferred mirror work included
@@ -969,7 +977,10 @@ class MaskWorkerPool:
                 promoted.append(rid)
                 self.promoted += 1
             else:
-                t = min(targets, key=lambda x: (given.get(x.index, 0), len(x.rids), x.index))
+                # the target that would finish first: its own requests' part of the step, plus
+                # the re-adds given to it so far (a replacement holds none: it takes more)
+                t = min(targets, key=lambda x: (len(x.rids) * self._cost_step + given.get(x.index, 0) * self._cost_add,
+                                                x.index))
                 given[t.index] = given.get(t.index, 0) + 1
                 doc, prompt = self._docs[rid]
                 t.rids.add(rid)

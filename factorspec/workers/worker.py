@@ -18,6 +18,7 @@ from factorspec.workers.checkpoint import dump_spec, dump_state, load_spec, load
 from factorspec.workers.protocol import PROGRESS_SHIFT, StepItem, encode_error
 
 CHECKPOINT_TOKENS = 32  # a request's state is checkpointed when its solver states change, or after this many tokens
+URGENT_S = 0.005  # a request whose step took this long (a search) has its checkpoint sent right after the step
 
 
 class TokenRejected(Exception):
@@ -57,13 +58,13 @@ class Worker:
         self.behind: dict[Any, list] = {}  # promoted shadows: the moves they have still to follow
         # what makes a re-add cheap (checkpoint.py): the compiled spec of every request held here
         # (matchers and shadows), its spec image still to send to the parent, the checkpoints
-        # still to send ((rid, step id, tokens, state), taken at the end of a step, written and
-        # sent when the pipe is empty) and, per request, the solver states and token count of the
+        # still to send (rid -> (step id, tokens, state), the latest taken at the end of a step,
+        # written and sent when the pipe is empty) and, per request, the solver states and token count of the
         # last checkpoint taken
         self.origin: dict[Any, Any] = {}
         self.images: dict[str, bytes] = {}
         self.images_due: collections.deque = collections.deque()
-        self.ckpt_due: list = []
+        self.ckpt_due: dict[Any, tuple] = {}  # rid -> its latest checkpoint not yet sent
         self.ckpt_mark: dict[Any, tuple] = {}
         self.step_id = 0
         self.shm: Any = None
@@ -142,7 +143,7 @@ class Worker:
         self.matchers[rid] = m
         self.origin[rid] = cc
         if ckpt is not None and len(rest) < len(replay):
-            self.ckpt_mark[rid] = ((), ckpt[0])  # the parent holds that one
+            self.ckpt_mark[rid] = (((), -1), ckpt[0])  # the parent holds that one
         if image is None:
             self.images_due.append(rid)
         return None
@@ -176,6 +177,7 @@ class Worker:
         return m
 
     def remove(self, rid: Any) -> None:
+        self.ckpt_due.pop(rid, None)
         self.behind.pop(rid, None)
         self.origin.pop(rid, None)
         self.ckpt_mark.pop(rid, None)
@@ -224,20 +226,27 @@ class Worker:
     def has_idle_work(self) -> bool:
         return bool(self.shadow_queue or self.ckpt_due or self.images_due)
 
-    def checkpoints(self, poll: Callable[[], bool]) -> Optional[tuple]:
-        """Write the checkpoints taken (until `poll` says a message waits); the reply
-        ("ckpt", seq, [(rid, step id, n, bytes), ...], cpu seconds)."""
+    def checkpoints(self, poll: Callable[[], bool], before: Optional[int] = None) -> Optional[tuple]:
+        """Write the checkpoints taken (until `poll` says a message waits; with `before`, only
+        those taken in steps before that one, all of them); the reply ("ckpt", seq,
+        [(rid, step id, n, bytes), ...], cpu seconds)."""
         c0 = time.thread_time()
         out = []
         k = 0
         while self.ckpt_due:
-            rid, step_id, n, state = self.ckpt_due.pop()
+            rid = next(iter(self.ckpt_due))
+            if before is not None and self.ckpt_due[rid][0] >= before:
+                urgent = [r for r, e in self.ckpt_due.items() if e[3]]
+                if not urgent:
+                    break  # (in the order taken: the rest are newer)
+                rid = urgent[0]
+            step_id, n, state, _urgent = self.ckpt_due.pop(rid)
             cc = self.origin.get(rid)
             blob = dump_state(cc, state) if cc is not None else None
             if blob is not None:
                 out.append((rid, step_id, n, blob))
             k += 1
-            if k % 8 == 0 and poll():
+            if before is None and k % 8 == 0 and poll():
                 break
         return ("ckpt", self.seq, out, time.thread_time() - c0) if out else None
 
@@ -396,9 +405,10 @@ class Worker:
             except Exception as e:  # noqa: BLE001
                 out.append(self._fail(rid, e, row))
                 continue
+            dt += time.perf_counter() - t0
             if not m.is_terminated():
-                self._note(rid, m, 0)
-            out.append((rid, True, (valid, dt + time.perf_counter() - t0)))
+                self._note(rid, m, 0, dt)
+            out.append((rid, True, (valid, dt)))
         return out
 
     def step_one(self, it: StepItem) -> tuple:
@@ -421,9 +431,10 @@ class Worker:
             draft = m.draft(width) if width > 0 and not term else DraftTree()
         except Exception as e:  # noqa: BLE001 - a failing matcher fails only its request
             return self._fail(rid, e, row)
+        dt = time.perf_counter() - t0
         if not term:
-            self._note(rid, m, it.rollback)
-        return rid, True, (draft, term, time.perf_counter() - t0)
+            self._note(rid, m, it.rollback, dt)
+        return rid, True, (draft, term, dt)
 
     def _rewound(self, rid: Any, m: Matcher, rollback: int) -> Matcher:
         """`m`, or, when it was resumed from a checkpoint and `rollback` goes back past that point,
@@ -438,23 +449,26 @@ class Worker:
         self.matchers[rid] = m2
         return m2
 
-    def _note(self, rid: Any, m: Matcher, it_rollback: int) -> None:
+    def _note(self, rid: Any, m: Matcher, it_rollback: int, spent: float = 0.0) -> None:
         """Take a checkpoint of `rid` at the end of this step when its solver states changed
         since the last one (or many tokens went by): only the state's immutable values are held
-        here; they are written and sent when the pipe is empty (`idle_work`). Replaying a value's
-        tokens costs the solver's narrowing; text between values replays cheaply."""
+        here; they are written and sent when the pipe is empty (`idle_work`), else after the next
+        step (one step late), or right after this one when it took `URGENT_S` or more (a search
+        whose answers the checkpoint carries). Replaying a value's tokens costs the solver's
+        narrowing; text between values replays cheaply."""
         if rid not in self.origin:
             return
         n = len(m.tokens)
         states = states_of(m)
         mark = None if it_rollback else self.ckpt_mark.get(rid)
         if mark is not None:
-            old, at = mark
-            if n == at or (n - at < CHECKPOINT_TOKENS and len(old) == len(states)
-                           and all(a is b for a, b in zip(old, states))):
+            (old, answers), at = mark
+            if (n - at < CHECKPOINT_TOKENS and answers == states[1] and len(old) == len(states[0])
+                           and all(a is b for a, b in zip(old, states[0]))):
                 return
         self.ckpt_mark[rid] = (states, n)
-        self.ckpt_due.append((rid, self.step_id, n, m.checkpoint()))
+        self.ckpt_due.pop(rid, None)  # (insertion order: the oldest is sent first)
+        self.ckpt_due[rid] = (self.step_id, n, m.checkpoint(), spent >= URGENT_S)
 
     def _unknown(self, rid: Any, row: int) -> tuple:
         """A request this worker does not hold: the error that ended it, or "unknown"."""
@@ -589,6 +603,12 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: b
                 conn_out.send(("ack", seq))
             elif kind == "close":
                 return
+            if kind == "step" and w.ckpt_due:
+                # a worker that never finds its pipe empty (the next step already waits: a loaded
+                # host) still sends its checkpoints, one step late at most (the costly ones at once)
+                reply = w.checkpoints(lambda: True, before=msg[2])
+                if reply is not None:
+                    conn_out.send(reply)
             w.mark(-1)
             if w.bitmask is None and not w.has_idle_work() and seq > idle_said:
                 conn_out.send(("idle", seq))

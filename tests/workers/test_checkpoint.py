@@ -1,0 +1,80 @@
+"""A request resumed from its spec's image and a checkpoint of its matcher (what a re-add after a
+worker's death uses, workers/checkpoint.py) behaves exactly as the matcher it was taken from: the
+same mask, draft and accepts at every later position, oracle the original matcher run on."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from worker_helpers import VOCAB, example_spec, plan_specs
+
+from factorspec.graph.compiler import SpecCompiler
+from factorspec.graph.token_vocab import unpack_mask
+from factorspec.workers.checkpoint import dump_spec, dump_state, load_spec, load_state
+from factorspec.workers.worker import Worker
+
+V = VOCAB()
+
+
+def _walk(spec: Any, seed: int) -> tuple[list, list, list]:
+    """Decode `spec` with random allowed tokens; per position (mask, draft) and a checkpoint."""
+    cc = SpecCompiler().compile(spec)
+    m = cc.matcher(V)
+    rng = random.Random(seed)
+    seen, ckpts, toks = [], [], []
+    while not m.is_terminated():
+        d = m.draft(8)  # (a draft asks the solver ahead: the checkpoint carries those answers)
+        mask = m.next_token_mask().copy()
+        seen.append((mask.tobytes(), d.tokens, d.parents, d.certain))
+        blob = dump_state(cc, m.checkpoint())
+        assert blob is not None
+        ckpts.append(blob)
+        ids = [int(i) for i in unpack_mask(mask, V.vocab_size)]
+        stops = set(V.stop_ids) & set(ids)
+        t = min(stops) if stops else rng.choice(ids)
+        assert m.accept_token(t)
+        toks.append(t)
+    return seen, ckpts, toks
+
+
+SPECS = [("plan", s) for s in plan_specs(3, seed=5)] + [(n, example_spec(n)) for n in
+                                                         ("invoice", "meeting_schedule", "budget_allocation")]
+
+
+@pytest.mark.parametrize("image", [True, False], ids=["from-image", "compiled-again"])
+@pytest.mark.parametrize("k", range(len(SPECS)), ids=[n for n, _ in SPECS])
+def test_resumed_matcher_gives_the_masks_and_drafts_of_the_original(k: int, image: bool) -> None:
+    spec = SPECS[k][1]
+    seen, ckpts, toks = _walk(spec, seed=k)
+    blob = dump_spec(SpecCompiler().compile(spec)) if image else None
+    assert not image or blob is not None
+    for j in range(0, len(ckpts), max(1, len(ckpts) // 6)):
+        comp = SpecCompiler()
+        cc = load_spec(comp, spec, blob) if blob is not None else comp.compile(spec)
+        m = load_state(cc, ckpts[j], V, toks[:j])
+        assert m.num_accepted() == j and bytes(m.text) == b"".join(V.token_bytes[t] for t in toks[:j])
+        for pos in range(j, len(seen)):
+            d = m.draft(8)
+            assert (m.next_token_mask().tobytes(), d.tokens, d.parents, d.certain) == seen[pos], (j, pos)
+            assert m.accept_token(toks[pos])
+        assert m.is_terminated() and m.tokens == toks
+
+
+def test_rollback_past_the_checkpoint_replays_from_the_start() -> None:
+    """A resumed matcher can roll back only what it accepted since; the worker then rebuilds the
+    request from its tokens, and the masks are those of the original after the same rollback."""
+    spec = plan_specs(1, seed=9)[0]
+    seen, ckpts, toks = _walk(spec, seed=1)
+    j = len(toks) // 2
+    w = Worker(V)
+    comp = SpecCompiler()
+    err = w.add("r", spec, None, toks[:j], False, dump_spec(comp.compile(spec)), (j, ckpts[j]))
+    assert err is None and w.matchers["r"].rollback_room() == 0
+    back = 5
+    m = w._rewound("r", w.matchers["r"], back)
+    assert m.rollback_room() == j
+    m.rollback(back)
+    assert m.next_token_mask().tobytes() == seen[j - back][0]
+    with pytest.raises(ValueError, match="since it was resumed"):
+        load_state(comp.compile(spec), ckpts[j], V, toks[:j]).rollback(1)
