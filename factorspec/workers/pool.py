@@ -18,7 +18,11 @@ Failures stay local: a malformed spec, a rejected token or a raising matcher fai
 which has its vocabulary built already, when there is one; a fresh spare then starts in the
 background), and the requests it held are re-added on the workers that are ready, each with the
 tokens it had accepted, and their part of outstanding steps is resent (same rows): they continue
-with identical masks and no step waits for a process to start. With the mirror on (by default
+with identical masks and no step waits for a process to start. A re-add is cheap: the pool
+keeps each request's compiled spec as bytes (an image, sent once by the worker that compiled it)
+and a recent checkpoint of its matcher (sent by its worker when idle, at most a step late), so
+the new worker loads the spec instead of compiling it and resumes at the checkpoint instead of
+replaying every token (workers/checkpoint.py; same masks, tested against the original). With the mirror on (by default
 where the host has a core for it) the spare also keeps a shadow of every request, and the one
 that takes a dead worker's place serves its requests from their shadows: nothing to compile
 again in that step. A spare runs at low OS priority (worker.SPARE_NICE, where the pool may give

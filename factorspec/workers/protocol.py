@@ -4,7 +4,7 @@ Messages are tuples (pickled once by the sender); a step's items are the `StepIt
 themselves and a draft travels as the contract's `DraftTree`:
 
 parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_slots)
-                   ("add", seq, rid, spec_doc, prompt_ids, replay_tokens, shadow)
+                   ("add", seq, rid, spec_doc, prompt_ids, replay_tokens, shadow, image, (n, checkpoint))
                    ("advance", seq, [(rid, tokens, rollback), ...])   the mirror's shadows follow
                    ("promote", seq, [rid, ...])           the mirror serves these; drops the rest
                    ("remove", seq, rid)
@@ -17,6 +17,8 @@ worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
                    ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end, cpu_s))
                    ("idle", seq)                          a spare has done all it was sent
+                   ("image", seq, rid, bytes, cpu_s)      the request's compiled spec (checkpoint.dump_spec)
+                   ("ckpt", seq, [(rid, step_id, n, bytes), ...], cpu_s)   matcher checkpoints
 payloads: drafts (DraftTree | None, terminated, seconds); tree-step rows (valid, seconds);
 one-phase step (DraftTree, terminated, seconds); a failure: the error triple.
 
@@ -30,6 +32,11 @@ last step id the parent gave up on there) and then one int64 progress word per s
 writes seq << PROGRESS_SHIFT | k before computing item k of message seq (item 0 of an "add"),
 0 between messages, so a parent whose step ran out of budget knows which request was the slow
 one.
+
+A re-add (a request moved after its worker died) carries the spec's image, loaded instead of
+compiled, and the request's latest checkpoint with the number n of its tokens it covers: the
+worker resumes there and accepts only the tokens after n (workers/checkpoint.py). Workers send
+images and checkpoints when their pipe is empty (or, for checkpoints, after the next step).
 
 Every reply carries the sequence number of the last message the worker has read, so the parent
 knows how many bytes are still unread in the pipe. An error travels as
