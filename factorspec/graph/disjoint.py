@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from factorspec.errors import SpecError
-from factorspec.graph.regex_lang import all_patterns_lang, pattern_lang
+from factorspec.graph.regex_lang import StringLang, all_patterns_lang, pattern_lang
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
 MAX_DEPTH = 6  # nested property/item schemas looked into; past it: "not proven"
@@ -79,6 +79,16 @@ def _count(v: Any) -> Optional[int]:
     return v if isinstance(v, int) and v >= 0 else None
 
 
+_META = set("\\.^$|?*+()[]{}")
+
+
+def _anchored_literal(p: str) -> Optional[str]:
+    """The one string `^literal$` matches (no metacharacter inside), else None."""
+    if len(p) >= 2 and p[0] == "^" and p[-1] == "$" and not (set(p[1:-1]) & _META):
+        return p[1:-1]
+    return None
+
+
 class Overlaps:
     """Disjointness of schemas of one document (local `$ref`s resolved by `resolve`).
     `refs_alone`: drafts 4 to 7 ignore every keyword beside `$ref`."""
@@ -86,6 +96,8 @@ class Overlaps:
     def __init__(self, vocab: Vocabulary, resolve: Callable[[Any, str], tuple[Any, str]], refs_alone: bool) -> None:
         self.v, self.resolve, self.refs_alone = vocab, resolve, refs_alone
         self._memo: dict[tuple, tuple[Any, Any, bool]] = {}  # keeps a and b alive: ids stay theirs
+        self._patterns: dict[tuple[str, str, int], bool] = {}
+        self._langs: dict[Any, Optional[StringLang]] = {}
 
     # -- views of a schema ------------------------------------------------------------------------
     def _keys(self, x: dict) -> list[str]:
@@ -259,12 +271,8 @@ class Overlaps:
             if len(v) < lo or (hi is not None and len(v) > hi):
                 return True
             p = c.get("pattern")
-            if isinstance(p, str):
-                try:
-                    if not pattern_lang(p, "").matches(v):
-                        return True
-                except SpecError:
-                    pass
+            if isinstance(p, str) and self._matches(p, v) is False:
+                return True
         if "not" in c and self._accepts(c["not"], v):
             return True
         return False
@@ -290,12 +298,8 @@ class Overlaps:
         for c in cs:
             if not set(c) <= simple or self._rejects(c, v):
                 return False
-            if "pattern" in c and isinstance(v, str):
-                try:
-                    if not pattern_lang(c["pattern"], "").matches(v):
-                        return False
-                except SpecError:
-                    return False
+            if "pattern" in c and isinstance(v, str) and self._matches(c["pattern"], v) is not True:
+                return False
         return True
 
     # -- per-type ranges --------------------------------------------------------------------------
@@ -341,16 +345,38 @@ class Overlaps:
             ps = [p for p in (x.get("pattern"), y.get("pattern")) if isinstance(p, str)]
             if len(ps) == 2 and ps[0] != ps[1]:
                 least = max(self._length(x, "minLength", "maxLength")[0], self._length(y, "minLength", "maxLength")[0])
-                try:
-                    return all_patterns_lang(ps, "", least).empty()
-                except SpecError:
-                    return False
+                return self._patterns_disjoint(ps[0], ps[1], least)
         if t == "array":
             ix, iy = x.get("items"), y.get("items")
             if isinstance(ix, (dict, bool)) and isinstance(iy, (dict, bool)) and \
                     max(self._length(x, "minItems", "maxItems")[0], self._length(y, "minItems", "maxItems")[0]) > 0:
                 return self.disjoint_any(ix, iy, depth + 1)
         return False
+
+    def _matches(self, p: Any, v: str) -> Optional[bool]:
+        """Whether pattern p finds a match in v (None: p does not compile here)."""
+        if p not in self._langs:
+            try:
+                self._langs[p] = pattern_lang(p, "") if isinstance(p, str) else None
+            except SpecError:
+                self._langs[p] = None
+        lang = self._langs[p]
+        return None if lang is None else lang.matches(v)
+
+    def _patterns_disjoint(self, p: str, q: str, least: int) -> bool:
+        """No string of at least `least` characters matches both patterns (memoised: a oneOf of n
+        alternatives asks n^2 times)."""
+        key = (p, q, least) if p < q else (q, p, least)
+        if key not in self._patterns:
+            lp, lq = _anchored_literal(p), _anchored_literal(q)
+            if lp is not None and lq is not None:
+                self._patterns[key] = lp != lq or len(lp) < least
+            else:
+                try:
+                    self._patterns[key] = all_patterns_lang([p, q], "", least).empty()
+                except SpecError:
+                    self._patterns[key] = False
+        return self._patterns[key]
 
     # -- objects ----------------------------------------------------------------------------------
     def _member_schema(self, c: dict, k: str) -> Any:
@@ -362,11 +388,11 @@ class Overlaps:
         pats = c.get("patternProperties")
         if isinstance(pats, dict) and pats:
             for p, x in pats.items():
-                try:
-                    if pattern_lang(p, "").matches(k):
-                        return x
-                except SpecError:
+                m = self._matches(p, k)
+                if m is None:
                     return True
+                if m:
+                    return x
         return c.get("additionalProperties", True)
 
     def _objects_disjoint(self, ca: list, cb: list, depth: int) -> bool:
