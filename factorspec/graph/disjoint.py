@@ -208,6 +208,28 @@ class Overlaps:
                 out = None
         return out
 
+    def implied(self, parent: dict, a: Any, t: str) -> bool:
+        """Every value of type t that `parent` admits also matches `a`: each conjunct of `a` is
+        `required` names the parent requires too, or a keyword the parent has with the same value
+        (outside the properties group, whose keywords depend on each other), or nothing for t."""
+        ca, complete = self.conjuncts(a)
+        cp, _ = self.conjuncts(parent)
+        if not complete or False in ca:
+            return False
+        need = {n for c in cp if isinstance(c.get("required"), list) for n in c["required"]}
+        group = {"properties", "patternProperties", "additionalProperties"}
+        for c in ca:
+            rest: dict = {}
+            for k, v in c.items():
+                if k == "required" and isinstance(v, list) and set(v) <= need:
+                    continue
+                if k not in group and any(p.get(k) == v for p in cp):
+                    continue
+                rest[k] = v
+            if rest and self._restrict_plain(rest, t, 0) is not True:
+                return False
+        return True
+
     # -- two schemas ------------------------------------------------------------------------------
     def disjoint_any(self, a: Any, b: Any, depth: int = 0) -> bool:
         """No value of any type matches both."""
@@ -420,6 +442,7 @@ class Plan:
     alternative (to be excluded), or the first pair not proven disjoint."""
 
     excluded: list[str]
+    why: list[str]  # per excluded type, which alternatives every value of it matches
     pair: Optional[tuple[int, int, str]] = None  # (i, j, type) when not proven
 
 
@@ -428,16 +451,20 @@ def exclusive_plan(ov: Overlaps, alts: list, parent: dict) -> Plan:
     type exclude it; else every pair of alternatives admitting some value must be disjoint on it
     (within the parent's other keywords)."""
     excluded: list[str] = []
+    why: list[str] = []
     for t in TYPES:
         if ov.restrict(parent, t) is False:
             continue
         rs = [ov.restrict(a, t) for a in alts]
         live = [i for i, r in enumerate(rs) if r is not False]
-        if sum(1 for r in rs if r is True) >= 2:
+        held = [i for i in live if rs[i] is True or ov.implied(parent, alts[i], t)]
+        if len(held) >= 2:
             excluded.append(t)
+            why.append(f"every {t} value {'that the keywords beside oneOf admit ' if parent else ''}matches "
+                       f"alternatives {', '.join(f'#{i}' for i in held)}")
             continue
         for n, i in enumerate(live):
             for j in live[n + 1:]:
                 if not ov.disjoint({"allOf": [alts[i], parent]}, {"allOf": [alts[j], parent]}, t):
-                    return Plan(excluded, (i, j, t))
-    return Plan(excluded)
+                    return Plan(excluded, why, (i, j, t))
+    return Plan(excluded, why)

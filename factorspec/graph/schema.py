@@ -587,7 +587,7 @@ class SchemaCompiler:
         if kw == "oneOf":
             plan = exclusive_plan(self._overlaps(), alts, {k: v for k, v in s.items() if k != "oneOf"})
             if plan.excluded:
-                return self._exclude_types(s, plan.excluded, ptr, depth)
+                return self._exclude_types(s, plan.excluded, plan.why, ptr, depth)
             if plan.pair is not None:
                 # the schemas may overlap; the layouts may still be separable (below)
                 i, j, t = plan.pair
@@ -634,15 +634,17 @@ class SchemaCompiler:
             self._ov = Overlaps(_VOCABULARY, self._resolve, self._ref_siblings_ignored())
         return self._ov
 
-    def _exclude_types(self, s: dict, excluded: list[str], ptr: str, depth: int) -> LayoutNode:
-        """oneOf where two alternatives admit every value of some types: no value of those types
-        matches exactly one, so the node is narrowed to the other types (exact), then compiled."""
+    def _exclude_types(self, s: dict, excluded: list[str], whys: list[str], ptr: str, depth: int) -> LayoutNode:
+        """oneOf where two alternatives admit every value of some types (within the keywords
+        beside it): no value of those types matches exactly one, so the node is narrowed to the
+        other types (exact), then compiled."""
         t = s.get("type")
         given = [t] if isinstance(t, str) else t if isinstance(t, list) else list(JSON_TYPES)
         keep = [x for x in given if isinstance(x, str) and ("number" if x == "integer" else x) not in excluded]
-        why = f"every {' or '.join(excluded)} value matches two or more alternatives of this oneOf"
+        why = "; ".join(whys)
         if not keep:
-            raise EmptySchema(f"{ptr}/oneOf", f"no value matches exactly one alternative: {why}")
+            raise EmptySchema(f"{ptr}/oneOf", f"the schema admits no value: no value matches exactly one alternative "
+                              f"of this oneOf ({why})")
         self._note(f"{ptr}/oneOf", "oneOf", f"{why}: those types are excluded")
         return self.node({**s, "type": keep[0] if len(keep) == 1 else keep}, ptr, depth + 1)
 
