@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
+from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     REGULAR,
@@ -320,6 +321,7 @@ class SchemaCompiler:
         self._ref_stack: list[str] = []
         self._refs = _ref_table()
         self._report: dict[tuple[str, str], str] = {}
+        self._ov: Optional[Overlaps] = None
 
     @property
     def report(self) -> list[tuple[str, str, str]]:
@@ -583,10 +585,16 @@ class SchemaCompiler:
         siblings = {k: s[k] for k in keys if k != kw}
         overlap: SpecError | None = None
         if kw == "oneOf":
-            try:
-                self._check_exclusive(alts, s, ptr)
-            except SpecError as e:
-                overlap = e  # the schemas may overlap; the layouts may still be separable (below)
+            plan = exclusive_plan(self._overlaps(), alts, {k: v for k, v in s.items() if k != "oneOf"})
+            if plan.excluded:
+                return self._exclude_types(s, plan.excluded, plan.why, ptr, depth)
+            if plan.pair is not None:
+                # the schemas may overlap; the layouts may still be separable (below)
+                i, j, t = plan.pair
+                overlap = SpecError(f"{ptr}/oneOf", f"oneOf alternatives #{i} and #{j} may both match one value "
+                                    f"(of type {t}); FactorSpec compiles oneOf only when its alternatives are "
+                                    "disjoint (by type, const/enum values, ranges, patterns, or a required "
+                                    "property whose values differ): use anyOf if exclusivity does not matter")
         nodes: list[LayoutNode] = []
         per_alt: list[tuple[LayoutNode, Any]] = []
         empty: SpecError | None = None
@@ -620,6 +628,25 @@ class SchemaCompiler:
         for n, _ in per_alt:
             nodes.extend(n.alts if isinstance(n, Scalar) and n.kind == "union" else [n])
         return nodes[0] if len(nodes) == 1 else Scalar(ptr, "union", alts=nodes)
+
+    def _overlaps(self) -> Overlaps:
+        if self._ov is None:
+            self._ov = Overlaps(_VOCABULARY, self._resolve, self._ref_siblings_ignored())
+        return self._ov
+
+    def _exclude_types(self, s: dict, excluded: list[str], whys: list[str], ptr: str, depth: int) -> LayoutNode:
+        """oneOf where two alternatives admit every value of some types (within the keywords
+        beside it): no value of those types matches exactly one, so the node is narrowed to the
+        other types (exact), then compiled."""
+        t = s.get("type")
+        given = [t] if isinstance(t, str) else t if isinstance(t, list) else list(JSON_TYPES)
+        keep = [x for x in given if isinstance(x, str) and ("number" if x == "integer" else x) not in excluded]
+        why = "; ".join(whys)
+        if not keep:
+            raise EmptySchema(f"{ptr}/oneOf", f"the schema admits no value: no value matches exactly one alternative "
+                              f"of this oneOf ({why})")
+        self._note(f"{ptr}/oneOf", "oneOf", f"{why}: those types are excluded")
+        return self.node({**s, "type": keep[0] if len(keep) == 1 else keep}, ptr, depth + 1)
 
     def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError) -> LayoutNode:
         """oneOf with overlapping alternatives, exactly: anyOf over "alternative i and no other"
@@ -663,11 +690,9 @@ class SchemaCompiler:
             for j, (_nj, aj) in enumerate(per_alt):
                 if i == j:
                     continue
-                try:
-                    if self._disjoint(ai, aj, parent):
-                        continue
-                except SpecError:
-                    pass
+                rest = {k: v for k, v in parent.items() if k != "oneOf"}
+                if self._overlaps().disjoint_any({"allOf": [ai, rest]}, {"allOf": [aj, rest]}):
+                    continue
                 if not isinstance(ni, Obj) or ni.extra is not None:
                     raise overlap
                 declared = {f.key: f for f in ni.fields}
@@ -704,82 +729,6 @@ class SchemaCompiler:
         if shared or split:  # not a plain union of keywords: the exact allOf merge (graph/all_of.py)
             return {**siblings, "allOf": [a]}, aptr
         return {**siblings, **a, **united}, aptr
-
-    def _type_set(self, a: Any, seen: int = 0) -> set[str]:
-        """JSON types an original (un-narrowed) schema admits, over-approximated."""
-        if seen > 16 or not isinstance(a, dict):
-            return set(JSON_TYPES) if a is not False else set()
-        if "$ref" in a:
-            try:
-                a = self._resolve(a["$ref"], "")[0]
-            except SpecError:
-                return set(JSON_TYPES)
-            return self._type_set(a, seen + 1)
-        out = set(JSON_TYPES)
-        if "const" in a or "enum" in a:
-            vals = [a["const"]] if "const" in a else a["enum"] if isinstance(a["enum"], list) else []
-            out &= {_json_type(v) for v in vals}
-        t = a.get("type")
-        if isinstance(t, str):
-            t = [t]
-        if isinstance(t, list):
-            out &= {"number" if x == "integer" else x for x in t if isinstance(x, str)}
-        for k in ("anyOf", "oneOf"):
-            if isinstance(a.get(k), list):
-                out &= set().union(*(self._type_set(x, seen + 1) for x in a[k]))
-        return out
-
-    def _values(self, a: Any) -> Optional[set[str]]:
-        """The const/enum values of an original schema (canonical JSON), or None if not finite."""
-        if isinstance(a, dict) and "$ref" in a:
-            try:
-                a = self._resolve(a["$ref"], "")[0]
-            except SpecError:
-                return None
-        if not isinstance(a, dict):
-            return None
-        if "const" in a:
-            return {_canon(a["const"])}
-        if isinstance(a.get("enum"), list):
-            return {_canon(v) for v in a["enum"]}
-        return None
-
-    def _disjoint(self, a: Any, b: Any, parent: dict) -> bool:
-        pt = self._type_set(parent)
-        if not (self._type_set(a) & self._type_set(b) & pt):
-            return True
-        va, vb = self._values(a), self._values(b)
-        if va is not None and vb is not None and not (va & vb):
-            return True
-        # a discriminator: a property both require, with disjoint const/enum values
-        ra, rb = (self._resolve(x["$ref"], "")[0] if isinstance(x, dict) and "$ref" in x else x for x in (a, b))
-        if not (isinstance(ra, dict) and isinstance(rb, dict)):
-            return False
-        if not ((self._type_set(ra) & pt) <= {"object"} and (self._type_set(rb) & pt) <= {"object"}):
-            return False
-        qa, qb, pa, pb = ra.get("required"), rb.get("required"), ra.get("properties"), rb.get("properties")
-        if not (isinstance(qa, list) and isinstance(qb, list) and isinstance(pa, dict) and isinstance(pb, dict)):
-            return False
-        for k in qa:
-            if isinstance(k, str) and k in qb and k in pa and k in pb:
-                xa, xb = self._values(pa[k]), self._values(pb[k])
-                if xa is not None and xb is not None and not (xa & xb):
-                    return True
-        return False
-
-    def _check_exclusive(self, alts: list, parent: dict, ptr: str) -> None:
-        """oneOf is compiled as a union only when no value can match two alternatives."""
-        for i in range(len(alts)):
-            for j in range(i + 1, len(alts)):
-                try:
-                    ok = self._disjoint(alts[i], alts[j], parent)
-                except SpecError:
-                    ok = False
-                if not ok:
-                    raise SpecError(f"{ptr}/oneOf", f"oneOf alternatives #{i} and #{j} may both match one value; "
-                                    "FactorSpec compiles oneOf only when its alternatives are disjoint (different "
-                                    "types, different const/enum values, or a required property with different "
-                                    "const values): use anyOf if exclusivity does not matter")
 
     # -- leaves and containers ----------------------------------------------------------------------
     def _enum(self, s: dict, keys: set[str], ptr: str, typ: str | list[str] | None) -> Scalar:
@@ -1414,3 +1363,6 @@ def path_text(path: tuple) -> str:
     for p in path:
         s += f"[{p}]" if isinstance(p, int) else (("." if s else "") + p)
     return s or "$"
+
+
+_VOCABULARY = Vocabulary(frozenset(VALIDATION_KEYWORDS), _KEYWORD_TYPE, _is_noop, _draft4_exclusive)
