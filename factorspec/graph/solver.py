@@ -337,12 +337,13 @@ class _Search:
             return sol
         return self._dfs(D, [], ent, root_ticked=True)
 
-    def quick(self, D: list) -> tuple[bool, Optional[list]]:
+    def quick(self, D: list, changed: Optional[Iterable[int]] = None) -> tuple[bool, Optional[list]]:
         """Propagation and the linear fill alone, no branching: (True, a solution), (True, None)
         when propagation refutes D, or (False, None) when they do not decide. Backends ask this
-        before their own search: it costs O(size of the factors)."""
+        before their own search: it costs O(size of the factors). `changed` as in `propagate`
+        (`[]`: D is propagated already)."""
         D = list(D)
-        if not self.propagate(D):
+        if not self.propagate(D, changed):
             return True, None
         sol = fill(self, D)
         if sol is not None:
@@ -457,7 +458,7 @@ class State:
         D = problem.initial_domains()
         if not s.propagate(D):
             return None
-        sol = solve_portfolio(s, D)
+        sol = solve_portfolio(s, D, propagated=True)
         if sol is None:
             return None
         return cls(problem, D, sol, budget)
@@ -493,7 +494,7 @@ class State:
                 if s.propagate(D2, [vid]):
                     out = State(self.problem, D2, self.witness, self.budget)
             elif s.propagate(D2, [vid]):
-                sol = solve_portfolio(s, D2)
+                sol = solve_portfolio(s, D2, propagated=True)
                 if sol is not None:
                     out = State(self.problem, D2, sol, self.budget)
         self._memo[key] = out

@@ -52,9 +52,11 @@ def _is_trip(p: object) -> bool:
     return any(type(g).__name__ == "DistinctSequence" for g in getattr(p, "globals", ()))
 
 
-def solve_portfolio(s: _Search, D: list) -> Optional[list]:
+def solve_portfolio(s: _Search, D: list, propagated: bool = False) -> Optional[list]:
     """One solution extending D (internal values), or None; exact. BudgetExceeded when the
-    question's budget ends first (a CP-SAT UNKNOWN is that, never a guess).
+    question's budget ends first (a CP-SAT UNKNOWN is that, never a guess). `propagated`: the
+    caller has just propagated D (its first propagation is not repeated: a full pass over every
+    factor and global costs as much as several search nodes on a 50-city trip).
 
     auto: the own search first with a small budget (most questions along a walk take it a few
     nodes), then CP-SAT. Once the own search has missed its small budget `AUTO_GIVE_UP` times on
@@ -65,34 +67,35 @@ def solve_portfolio(s: _Search, D: list) -> Optional[list]:
     from factorspec.graph.backends import cpsat
 
     mode = check_backend(s.budget.backend)
+    changed: Optional[list] = [] if propagated else None
     if mode == "own":
-        return s.solve(D)
+        return s.solve(D, changed)
     # propagation and the linear fill first: no model, no search (and no import of ortools,
     # which takes seconds, where they decide)
-    decided, sol = s.quick(D)
+    decided, sol = s.quick(D, changed)
     if decided:
         return sol
     if not cpsat.available():
-        return s.solve(D)
+        return s.solve(D, changed)
     p = s.p
     if mode == "auto" and _is_trip(p):
         # measured (microbench/results/solver_backends.md, NATURAL PLAN rows; natural_plan_decode):
         # on trips the own search, built around DistinctSequence, is never slower than CP-SAT and
         # at 30 cities 3x faster per question; auto there is the own search, so a trip decodes the
         # same with `auto` as with `own` by construction
-        return s.solve(D)
+        return s.solve(D, changed)
     tally = p.backend_cache.setdefault("auto", {"own_missed": 0})
     if mode == "auto" and tally["own_missed"] < AUTO_GIVE_UP:
         left = s.deadline - time.monotonic()
         small = replace(s.budget, nodes=min(AUTO_NODES, s.budget.nodes),
                         seconds=max(0.0, min(AUTO_MAX_SECONDS, AUTO_SHARE * left)))
         try:
-            return S._Search(p, small).solve(D)
+            return S._Search(p, small).solve(D, changed)
         except BudgetExceeded:
             tally["own_missed"] += 1
     model = cpsat.model_of(p)
     if model is None:  # some variable is not representable (e.g. a domain past int64)
-        return s.solve(D)
+        return s.solve(D, changed)
     left = s.deadline - time.monotonic()
     if left <= 0:
         raise BudgetExceeded("seconds", s.budget.seconds, round(s.budget.seconds - left, 3))
@@ -104,7 +107,7 @@ def solve_portfolio(s: _Search, D: list) -> Optional[list]:
     # the relaxation's solution breaks a factor that has no exact translation: undecided
     p.stats.backend_fallbacks += 1
     tally["own_missed"] = 0  # the own search decides such problems: give it its small budget again
-    return s.solve(D)
+    return s.solve(D, changed)
 
 
 def bounds_portfolio(s: _Search, D: list, vid: int) -> Optional[tuple[int, int]]:

@@ -644,10 +644,13 @@ def _fillings(adj: list, h: list, win: dict, inside: int, ga: int, gb: int, s, e
         cand = inside & ~used
         if cur is not None:
             cand &= adj[cur]
-        for v in _bits(cand):
+        while cand:  # the values of cand in ascending order (inlined `_bits`: the hot loop)
+            low = cand & -cand
+            cand ^= low
+            v = low.bit_length() - 1
             hv = h[v]
             if t + hv <= gb and win[v] >> t & 1:
-                rec(v, t + hv, used | (1 << v), first or (1 << v))
+                rec(v, t + hv, used | low, first or low)
 
     try:
         rec(s, ga, 0, 0)

@@ -176,13 +176,21 @@ def _probe(vars: list[Var], factors: list[Factor], xs: list[int], vals: Any, seq
     nv = len(vals)
     out: list[list[int]] = []
     steps = len(seq.chain) - 1
+    # each position's local factors in one pass over the factors (a factor is local to at
+    # most the positions whose slot it reads)
+    at = {x: j for j, x in enumerate(xs)}
+    by_pos: list[list[Node]] = [[] for _ in xs]
+    for f in factors:
+        for x in f.node.vars:
+            j = at.get(x)
+            if j is not None and j < steps:
+                by_pos[j].append(f.node)
     for j in range(len(xs)):
         if j >= steps:
             out.append([-1] * nv)
             continue
         local_vars = {xs[j]} | {v for v, _ in seq.chain[j]} | {v for v, _ in seq.chain[j + 1]}
-        local = [f.node for f in factors if f.node.vars and f.node.vars <= local_vars
-                 and xs[j] in f.node.vars]
+        local = [nd for nd in by_pos[j] if nd.vars <= local_vars]
         row = []
         for v in range(nv):
             D = list(D0)
@@ -225,16 +233,20 @@ def _make(vars: list[Var], factors: list[Factor], xs: list[int], succ, chain, h)
 def _fixpoint(nodes: list[Node], D: Domains, rounds: int = 20) -> bool:
     """HC4 over a few nodes until nothing changes; False on a wipe-out."""
     ctx = Narrowing(D)
+    live = list(nodes)
     for _ in range(rounds):
         ctx.changed = []
-        for nd in nodes:
+        keep = []
+        for nd in live:
             r = as_bool(nd.fwd(D))
             if r == F:
                 return False
             if r == T:
-                continue
+                continue  # entailed: domains only shrink, so it stays entailed
+            keep.append(nd)
             if not nd.bwd(ctx, T):
                 return False
         if not ctx.changed:
             return True
+        live = keep
     return True
