@@ -37,7 +37,7 @@ def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
     and pend the escape and UTF-8 state. None for any other configuration, and for a bounded string
     that is not at a clean boundary or has no room left (those take the full walk)."""
     stack = cfg[0]
-    if not stack:
+    if not stack or in_unique_item(machine, cfg):
         return None
     top = stack[-1]
     if top[0] == "X":
@@ -49,6 +49,12 @@ def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
         return -1, top[3], top[4]
     room = max_len - top[2]
     return (room, 0, 0) if room > 0 and top[3] == 0 and top[4] == 0 else None
+
+
+def in_unique_item(machine: Any, cfg: tuple) -> bool:
+    """Inside an item of a uniqueItems array kept in the text (a 'U' task below): such configurations
+    take the full walk, since a token may make the item equal an earlier one."""
+    return bool(getattr(machine, "unique", False)) and any(t[0] == "U" for t in cfg[0])
 
 
 def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
@@ -63,7 +69,7 @@ def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
     for cfg in cfgs:
         stack = cfg[0]
         top = stack[-1] if stack else None
-        if top is not None and top[0] == "T":
+        if top is not None and top[0] == "T" and not in_unique_item(machine, cfg):
             node = machine.node_at(top[1])
             hi, lo = getattr(node, "max_len", None), getattr(node, "min_len", 0)
             if hi is not None and lo <= top[2] and hi - top[2] > cap and top[2] != lo:
@@ -99,7 +105,7 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         keep = []
         for cfg in rest:
             top = cfg[0][-1] if cfg[0] else None
-            if top is not None and top[0] in ("R", "K") and top[4] == 0:
+            if top is not None and top[0] in ("R", "K") and top[4] == 0 and not in_unique_item(machine, cfg):
                 regex.append(cfg)
             else:
                 keep.append(cfg)
