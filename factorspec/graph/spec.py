@@ -391,7 +391,8 @@ UNICODE_CHARS = 0x110000 - 0x800  # the code points a JSON string may hold (no l
 def unique_relations(template: LayoutNode, text_paths: Optional[list] = None) -> list[Relation]:
     """`uniqueItems` as FactorSpec's own all_different over the array's items where the items have
     a finite domain (enums, booleans, bounded integers and fixed-point numbers) and the array is
-    reached through declared object properties: exact, and relations may name the array. Every
+    reached through declared object properties (none of them in an object with minProperties,
+    maxProperties or dependentRequired): exact, and relations may name the array. Every
     other uniqueItems array is marked `text_unique`: the text automaton keeps its items distinct
     (textstate.py); its template path (None under a union or reference) goes to `text_paths`."""
     out: list[Relation] = []
@@ -399,8 +400,10 @@ def unique_relations(template: LayoutNode, text_paths: Optional[list] = None) ->
 
     def walk(node: LayoutNode, keys: Optional[list[str]], under_array: bool) -> None:
         if isinstance(node, Obj):
+            # a field's presence tied by minProperties etc.: no all_different below (ground.py)
+            inner = under_array or node.rules is not None
             for f in node.fields:
-                walk(f.node, None if keys is None else keys + [f.key], under_array)
+                walk(f.node, None if keys is None else keys + [f.key], inner)
             for x in ([node.extra] if node.keys is None else node.keys.values) if node.extra is not None else []:
                 walk(x, None if keys is None else keys + ["*"], True)
         elif isinstance(node, Arr):

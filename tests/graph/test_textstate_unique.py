@@ -202,3 +202,39 @@ def test_relations_naming_a_text_unique_array_are_refused() -> None:
     with pytest.raises(SpecError) as e:
         compile_spec(schema)
     assert "uniqueItems" in str(e.value), e.value
+
+
+MASK_SCHEMAS = [
+    {"type": "array", "items": {"type": "string", "maxLength": 3}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "pattern": "^[ab]+$", "maxLength": 2}, "uniqueItems": True,
+     "maxItems": 6},
+    {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string", "maxLength": 2},
+                                                                   "e": {"type": "string"}},
+                                "required": ["n"], "additionalProperties": False}, "uniqueItems": True},
+]
+
+
+@pytest.mark.parametrize("k", range(len(MASK_SCHEMAS)))
+def test_masks_equal_the_token_definition(k: int) -> None:
+    """Token masks inside unique items (masks.unique_body_mask: the plain mask less the suspects)
+    equal the definition: a token is allowed iff its bytes keep the text a prefix of a valid record.
+    The walks favour short letter tokens so that items meet earlier ones."""
+    from factorspec.graph.matcher import Matcher
+    from tests.graph.test_schema_open_objects import _tiny_vocab
+    from tests.graph.walks import token_definition
+    v = _tiny_vocab()
+    tm = TextMachine(compile_spec(MASK_SCHEMAS[k]))
+    rng = random.Random(50 + k)
+    for _walk in range(15):
+        m = Matcher(tm, v)
+        for _ in range(60):
+            if m.is_terminated():
+                break
+            cfg = m.configs
+            want = token_definition(tm, v, cfg)
+            ids = m.allowed_tokens()
+            if not m.forced_tokens():
+                assert {int(t) for t in ids} == want, (MASK_SCHEMAS[k], bytes(m.text))
+            pool = [int(t) for t in ids if v.token_bytes[int(t)] in (b"a", b"b", b'"', b",", b" ", b"]", b"}")]
+            pool = pool if pool and rng.random() < 0.9 else [int(t) for t in ids]
+            assert m.accept_token(pool[rng.randrange(len(pool))])
