@@ -37,7 +37,7 @@ def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
     and pend the escape and UTF-8 state. None for any other configuration, and for a bounded string
     that is not at a clean boundary or has no room left (those take the full walk)."""
     stack = cfg[0]
-    if not stack:
+    if not stack or in_unique_item(machine, cfg):
         return None
     top = stack[-1]
     if top[0] == "X":
@@ -49,6 +49,60 @@ def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
         return -1, top[3], top[4]
     room = max_len - top[2]
     return (room, 0, 0) if room > 0 and top[3] == 0 and top[4] == 0 else None
+
+
+def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.ndarray]:
+    """Mask of the plain tokens (canonical string content) that continue a string body at a clean
+    boundary inside an item of a text-unique array: the string's own plain mask (`plain_mask` for
+    room, `regex_mask` for a pattern), less the tokens after which no item could end distinct.
+    Only a token that keeps an item's text on the prefix of an earlier item can do that, so only
+    the tokens spelling the start of such a text's rest are checked against the machine (as
+    `key_mask` does for keys). None where this does not apply (the full walk then)."""
+    top = cfg[0][-1]
+    if top[0] == "T" and top[3] == 0 and top[4] == 0:
+        max_len = getattr(machine.node_at(top[1]), "max_len", None)
+        room = None if max_len is None else max_len - top[2]
+        if room is not None and room <= 0:
+            return None
+        m = v.plain_mask(room)
+    elif top[0] == "R" and top[4] == 0:
+        m = regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3])
+    else:
+        return None
+    suspects: set[int] = set()
+    for t in cfg[0]:
+        if t[0] != "U":
+            continue
+        raw = t[4]
+        for e in t[3]:
+            if len(e) > len(raw) and e.startswith(raw):
+                node: Optional[dict] = v.trie
+                for b in e[len(raw):]:
+                    node = node.get(b) if node is not None else None
+                    if node is None:
+                        break
+                    suspects.update(x for x in node.get(TOKEN_END, ()) if v.plain_len[x] > 0)
+    drop = []
+    start = frozenset([cfg])
+    for x in suspects:
+        c = start
+        for b in v.token_bytes[x]:
+            c = machine.step(c, b)
+            if not c:
+                drop.append(x)
+                break
+    if not drop:
+        return m
+    out = m.copy().view(np.uint32)
+    for x in drop:
+        out[x >> 5] &= np.uint32(~(1 << (x & 31)) & 0xFFFFFFFF)
+    return out.view(np.int32)
+
+
+def in_unique_item(machine: Any, cfg: tuple) -> bool:
+    """Inside an item of a uniqueItems array kept in the text (a 'U' task below): such configurations
+    take the full walk, since a token may make the item equal an earlier one."""
+    return bool(getattr(machine, "unique", False)) and any(t[0] == "U" for t in cfg[0])
 
 
 def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
@@ -63,7 +117,7 @@ def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
     for cfg in cfgs:
         stack = cfg[0]
         top = stack[-1] if stack else None
-        if top is not None and top[0] == "T":
+        if top is not None and top[0] == "T" and not in_unique_item(machine, cfg):
             node = machine.node_at(top[1])
             hi, lo = getattr(node, "max_len", None), getattr(node, "min_len", 0)
             if hi is not None and lo <= top[2] and hi - top[2] > cap and top[2] != lo:
@@ -95,11 +149,21 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
             room = max(room, st[0])
     masks: list[np.ndarray] = []
     regex: list[tuple] = []
+    if rest and getattr(machine, "unique", False):
+        keep = []
+        for cfg in rest:
+            m = unique_body_mask(machine, v, cfg) if in_unique_item(machine, cfg) else None
+            if m is None:
+                keep.append(cfg)
+            else:
+                masks.append(m)
+                walk(machine, v.special_trie, frozenset([cfg]), ids)
+        rest = keep
     if rest:
         keep = []
         for cfg in rest:
             top = cfg[0][-1] if cfg[0] else None
-            if top is not None and top[0] in ("R", "K") and top[4] == 0:
+            if top is not None and top[0] in ("R", "K") and top[4] == 0 and not in_unique_item(machine, cfg):
                 regex.append(cfg)
             else:
                 keep.append(cfg)

@@ -187,8 +187,6 @@ def check(root: LayoutNode, refs: RefTable) -> None:
             if len(vals) > 1 and any(v > 0 for v in vals):
                 raise SpecError(f"{n.pointer}/patternProperties", "patternProperties whose value schemas nest to "
                                 "different depths are not supported inside a recursive schema")
-        if isinstance(n, Arr) and n.unique:
-            raise SpecError(f"{n.pointer}/uniqueItems", "uniqueItems inside a recursive schema is not supported")
     h = hs.of(root)
     if h >= INF:
         raise EmptySchema(root.pointer, "the recursive schema admits no finite value (every instance would "

@@ -277,6 +277,9 @@ class Arr:
     min_items: int
     max_items: int | None
     unique: bool = False  # uniqueItems: compiled as FactorSpec's all_different (spec.unique_relations)
+    # uniqueItems kept by the text automaton instead (items not finite, or not at a declared path):
+    # each item's canonical text must differ from the earlier ones' (textstate.py, 'U' tasks)
+    text_unique: bool = False
 
 
 LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the template tree)
@@ -1267,6 +1270,22 @@ def canonical_text(node: LayoutNode, value: Any, style: TextStyle = TextStyle())
     return node.text(value)
 
 
+def json_key(v: Any) -> Any:
+    """A hashable key equal for equal JSON values (numbers by value, 1 == 1.0; objects whatever
+    their key order; true is not 1)."""
+    if isinstance(v, bool) or v is None:
+        return ("b", v)
+    if isinstance(v, (int, float, Fraction)):
+        return ("n", Fraction(str(v)) if isinstance(v, float) else Fraction(v))
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, list):
+        return ("a", tuple(json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, json_key(x)) for k, x in v.items()))
+    return ("?", repr(v))
+
+
 def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
     """Every way `value` breaks the template, as (path, message) pairs: the first MAX_VIOLATIONS of
     them (the walk stops there, so a record of 10^6 bad items costs what 10^4 cost)."""
@@ -1302,6 +1321,12 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
             return [(path, f"expected an array, got {_dump(value)}")]
         if len(value) < node.min_items or (node.max_items is not None and len(value) > node.max_items):
             out.append((path, f"array length {len(value)} outside [{node.min_items}, {node.max_items}]"))
+        if node.text_unique:
+            firsts: dict = {}
+            for i, v in enumerate(value):
+                j = firsts.setdefault(json_key(v), i)
+                if j != i:
+                    out.append((path + (i,), f"uniqueItems: item {i} equals item {j}"))
         item = node.item
         if isinstance(item, Scalar) and item.kind in ("integer", "fixed") and item.finite:
             enc = item.encode  # fast path for long arrays of bounded numbers: one call per item

@@ -96,7 +96,8 @@ class CompiledSpec:
         self.open_objects = open_objects
         self.template: LayoutNode = compile_schema(doc, open_objects)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
-        self.relations += unique_relations(self.template)
+        text_paths: list = []
+        self.relations += unique_relations(self.template, text_paths)
         if self.relations and not isinstance(self.template, Obj):
             raise SpecError("/x-factorspec", "relations need an object at the root of the schema")
         # soft relations (preferences) are grounded apart: they never reach the solver or masks
@@ -115,6 +116,7 @@ class CompiledSpec:
         self.vars = g.vars
         self.factors = g.factors
         self.var_of, self.len_var_of, self.present_var_of = g.var_of, g.len_var_of, g.present_var_of
+        text_unique_relation_check(self, text_paths)
         self.problem = Problem(self.vars, self.factors)
         self._root: Optional[State] = None
         self._heights: Optional[Heights] = None  # a recursive layout's smallest instances (recursion.py)
@@ -383,58 +385,161 @@ def _free_number_value(s: Scalar) -> Any:
 
 
 MAX_UNIQUE_ITEMS = 1000  # a uniqueItems array without maxItems is bounded by its items' domain
+UNICODE_CHARS = 0x110000 - 0x800  # the code points a JSON string may hold (no lone surrogates)
 
 
-def unique_relations(template: LayoutNode) -> list[Relation]:
-    """`uniqueItems` as FactorSpec's own all_different over the array's items: exact, on items
-    with a finite domain (enums, booleans, bounded integers and fixed-point numbers), for arrays
-    reached through object properties. Other uniqueItems arrays are refused naming the pointer."""
+def unique_relations(template: LayoutNode, text_paths: Optional[list] = None) -> list[Relation]:
+    """`uniqueItems` as FactorSpec's own all_different over the array's items where the items have
+    a finite domain (enums, booleans, bounded integers and fixed-point numbers) and the array is
+    reached through declared object properties (none of them in an object with minProperties,
+    maxProperties or dependentRequired): exact, and relations may name the array. Every
+    other uniqueItems array is marked `text_unique`: the text automaton keeps its items distinct
+    (textstate.py); its template path (None under a union or reference) goes to `text_paths`."""
     out: list[Relation] = []
+    seen_refs: set[int] = set()
 
-    def walk(node: LayoutNode, keys: list[str], under_array: bool) -> None:
+    def walk(node: LayoutNode, keys: Optional[list[str]], under_array: bool) -> None:
         if isinstance(node, Obj):
+            # a field's presence tied by minProperties etc.: no all_different below (ground.py)
+            inner = under_array or node.rules is not None
             for f in node.fields:
-                walk(f.node, keys + [f.key], under_array)
+                walk(f.node, None if keys is None else keys + [f.key], inner)
             for x in ([node.extra] if node.keys is None else node.keys.values) if node.extra is not None else []:
-                walk(x, keys + ["*"], True)
+                walk(x, None if keys is None else keys + ["*"], True)
         elif isinstance(node, Arr):
             if node.unique:
-                ptr = node.pointer
                 item = node.item
-                if under_array or "*" in keys or not keys:
-                    raise SpecError(f"{ptr}/uniqueItems", "uniqueItems is supported on arrays reached through "
-                                    "declared object properties only (not the root, nor inside another array "
-                                    "or an open object)")
-                if not (isinstance(item, Scalar) and item.finite):
-                    what = item.kind if isinstance(item, Scalar) else "object" if isinstance(item, Obj) else "array"
-                    raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems needs items with a finite domain (enum, "
-                                    f"boolean, bounded integer or multipleOf number); these items are {what}")
-                size = len(item.values) if item.kind == "enum" else item.hi - item.lo + 1  # type: ignore[operator]
-                if node.max_items is None or node.max_items > size:
-                    if size > MAX_UNIQUE_ITEMS:
-                        raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over {size} possible item values needs "
-                                        f"maxItems (at most {MAX_UNIQUE_ITEMS})")
-                    node.max_items = size  # exact: distinct items from a domain of `size` values
-                if node.min_items > node.max_items:
-                    raise SpecError(f"{ptr}/minItems", f"minItems {node.min_items} distinct items, but the items "
-                                    f"have only {size} possible values")
-                ast = {"op": "call", "func": "all_different", "args": [{"path": keys + ["*"]}]}
-                out.append(Relation(f"uniqueItems at {ptr}", f"all_different({'.'.join(keys)}[*])",
-                                    from_json(ast), "", f"{ptr}/uniqueItems"))
-            walk(node.item, keys + ["*"], True)
-        elif isinstance(node, Scalar) and node.kind == "union":  # (a reference node: recursion.check)
+                if keys and not under_array and "*" not in keys and isinstance(item, Scalar) and item.finite:
+                    _all_different(node, keys, out)
+                else:
+                    _text_unique(node)
+                    if text_paths is not None:
+                        text_paths.append(None if keys is None else tuple(keys))
+            walk(node.item, None if keys is None else keys + ["*"], True)
+        elif isinstance(node, Scalar) and node.kind in ("union", "ref"):
+            if node.kind == "ref":
+                if id(node) in seen_refs:
+                    return
+                seen_refs.add(id(node))
             for a in node.alts:
-                if _has_unique(a):
-                    raise SpecError(f"{a.pointer or '/'}", "uniqueItems inside anyOf/oneOf is not supported")
+                walk(a, None, under_array)
 
     walk(template, [], False)
     return out
 
 
-def _has_unique(node: LayoutNode) -> bool:
+def _all_different(node: Arr, keys: list[str], out: list[Relation]) -> None:
+    ptr = node.pointer
+    item = node.item
+    assert isinstance(item, Scalar)
+    size = len(item.values) if item.kind == "enum" else item.hi - item.lo + 1  # type: ignore[operator]
+    if node.max_items is None or node.max_items > size:
+        if size > MAX_UNIQUE_ITEMS:
+            raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over {size} possible item values needs "
+                            f"maxItems (at most {MAX_UNIQUE_ITEMS})")
+        node.max_items = size  # exact: distinct items from a domain of `size` values
+    if node.min_items > node.max_items:
+        raise SpecError(f"{ptr}/minItems", f"minItems {node.min_items} distinct items, but the items "
+                        f"have only {size} possible values")
+    ast = {"op": "call", "func": "all_different", "args": [{"path": keys + ["*"]}]}
+    out.append(Relation(f"uniqueItems at {ptr}", f"all_different({'.'.join(keys)}[*])",
+                        from_json(ast), "", f"{ptr}/uniqueItems"))
+
+
+def _text_unique(node: Arr) -> None:
+    """Mark a uniqueItems array for the text automaton, or refuse it naming the pointer: its items'
+    texts must be canonical (one text per value) and a later item must always be possible until
+    minItems is met."""
+    ptr = node.pointer
+    _canonical_items(node.item, ptr, set())
+    m = node.min_items
+    if m >= 2:
+        n = _values_at_least(node.item, m, set())
+        if n is None:
+            raise SpecError(f"{ptr}/minItems", f"uniqueItems with minItems {m}: FactorSpec cannot tell "
+                            f"whether the items have {m} distinct values")
+        if n < m:
+            raise SpecError(f"{ptr}/minItems", f"minItems {m} distinct items, but the items have only "
+                            f"{n} possible values")
+    node.text_unique = True
+
+
+def _canonical_items(node: LayoutNode, ptr: str, refs: set[int]) -> None:
+    """Refuse items whose values have several texts in the automaton (members of an open object in
+    any order, free JSON values)."""
     if isinstance(node, Obj):
-        extras = [] if node.extra is None else [node.extra] if node.keys is None else node.keys.values
-        return any(_has_unique(f.node) for f in node.fields) or any(_has_unique(x) for x in extras)
+        if node.extra is not None:
+            raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over items that are open objects "
+                            f"(additionalProperties/patternProperties at {node.pointer or '/'}) is not "
+                            "supported: their members may come in any order")
+        for f in node.fields:
+            _canonical_items(f.node, ptr, refs)
+    elif isinstance(node, Arr):
+        _canonical_items(node.item, ptr, refs)
+    elif node.kind == "any":
+        raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over items that hold any JSON value (at "
+                        f"{node.pointer or '/'}) is not supported")
+    elif node.kind in ("union", "ref"):
+        if id(node) in refs:
+            return
+        refs.add(id(node))
+        for a in node.alts:
+            _canonical_items(a, ptr, refs)
+
+
+def _values_at_least(node: LayoutNode, m: int, refs: set[int]) -> Optional[int]:
+    """min(m, the number of distinct values of `node`) where that is known, else None."""
+    if isinstance(node, Obj):
+        if node.rules is not None:
+            return None
+        n = 1
+        for f in node.fields:
+            c = _values_at_least(f.node, m, refs)
+            if c is None:
+                return None
+            n = min(m, n * (c + (0 if f.required else 1)))
+        return n
     if isinstance(node, Arr):
-        return node.unique or _has_unique(node.item)
-    return isinstance(node, Scalar) and node.kind == "union" and any(_has_unique(a) for a in node.alts)
+        c = _values_at_least(node.item, m, refs)
+        if c is not None and c >= 1 and node.max_items is None:
+            return m  # arrays of every length
+        return None
+    if node.kind == "enum":
+        return min(m, len({node.text(v) for v in node.values}))
+    if node.kind in ("integer", "fixed"):
+        return m if node.lo is None or node.hi is None else min(m, max(0, node.hi - node.lo + 1))
+    if node.kind == "number":
+        if node.nlo is not None and node.nhi is not None and node.nlo == node.nhi:
+            return 1 if node.number_within(node.nlo) else 0
+        return m
+    if node.kind == "string":
+        if node.lang is not None:
+            return 0 if node.lang.start < 0 else min(m, node.lang.count(node.lang.start, 0, m))
+        if node.max_len is None or node.max_len > node.min_len:
+            return m
+        return min(m, UNICODE_CHARS ** node.min_len)
+    if node.kind == "union":
+        best = 0
+        for a in node.alts:
+            c = _values_at_least(a, m, refs)
+            if c is None:
+                return None
+            best = max(best, c)
+        return best if best >= m else None  # alternatives may overlap: only a lower bound
+    return None
+
+
+def text_unique_relation_check(spec: Any, text_paths: list) -> None:
+    """A relation may not name the items or length of an array whose uniqueItems the text automaton
+    keeps (the solver would not know the items must differ)."""
+    paths = [p for p in text_paths if p is not None]
+    if not paths:
+        return
+    for table in (spec.var_of, spec.len_var_of, spec.present_var_of):
+        for vp in table:
+            norm = tuple("*" if isinstance(x, int) else x for x in vp)
+            for p in paths:
+                if norm[:len(p)] == p:
+                    raise SpecError("/x-factorspec/relations", f"a relation names {path_text(vp)}, inside the "
+                                    f"uniqueItems array {'.'.join(p)} whose items are not finite (or not at a "
+                                    "declared path); relations on such arrays are not supported")

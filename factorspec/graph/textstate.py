@@ -5,6 +5,12 @@ A configuration is (stack of pending tasks, solver State). Tasks, top of the sta
   ('V', path)                  the value at `path`, not started
   ('O', path, j, n)            an object's fields from field j on, n fields written so far
   ('A', path, k)               an array with k items written (next: another item, or ']')
+  ('A', path, k, seen)         the same for a `text_unique` array: `seen` the earlier items' texts
+  ('W', path, k, seen)         a text_unique array's item k, after its separator (becomes U and V)
+  ('U', path, k, seen, raw)    under item k of a text_unique array: `raw` its text so far (every
+                               byte the tasks above consume is added); when the item ends its text
+                               must not be in `seen`, and after every byte some completion of the
+                               item must still differ from every earlier item (`_distinct`)
   ('S', path, prefix)          inside an enum/number text
   ('T', path, nchars, esc, pend)  inside a free-text string body
   ('G', path, n) / ('H', path, n)  members / items of an object / array inside an any-value
@@ -43,6 +49,8 @@ SMALL_DOMAIN = 64  # numeric slots with at most this many candidate values are m
 _NUM_PREFIX = re.compile(rb"-?(0|[1-9][0-9]*)?(\.[0-9]*)?")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _ESC = frozenset(b'"\\/bfnrt')
+_CANON_ESC = frozenset(b'"\\bfnrt')  # the short escapes json.dumps writes (not \/)
+_LOWER_HEX = frozenset(b"0123456789abcdef")
 # allowed range of the next UTF-8 continuation byte: 0 any, 1 after E0, 2 after ED, 3 after F0, 4 after F4
 _CONT = ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F))
 
@@ -66,6 +74,10 @@ class TextMachine:
         # (vocab, configurations) -> boundary mask, shared by every request of the spec (masks.py)
         self.mask_cache: dict = {}
         self._mask_bytes = 0
+        # uniqueItems kept in the text (spec.unique_relations): 'U' tasks, canonical strings
+        self.unique = _any_text_unique(spec.template)
+        self._canon_cache: dict[tuple, bool] = {}
+        self._distinct_cache: dict = {}
 
     def cache_mask(self, key: tuple, mask: Any) -> None:
         """Keep a computed boundary mask (at most MASK_CACHE_BYTES per machine, then start over)."""
@@ -78,7 +90,10 @@ class TextMachine:
     # -- configurations -------------------------------------------------------------------------
     def initial(self) -> frozenset:
         sol = self.spec.root() if self.spec.vars else None
-        return frozenset(self.expand((( ("V", ()), ), sol)))
+        out = self.expand((( ("V", ()), ), sol))
+        if self.unique:
+            out = [c for c in out if self._distinct_ok(c)]
+        return frozenset(out)
 
     def node_at(self, path: tuple) -> LayoutNode:
         n = self._nodes.get(path)
@@ -165,6 +180,13 @@ class TextMachine:
                 work.extend(rule_fields(self, rest, top, sol))
             elif kind == "G" or kind == "H":
                 work.extend(self._any_parts(rest, top, sol))
+            elif kind == "W":
+                work.append((rest + (("U", top[1], top[2], top[3], b""), ("V", top[1] + (top[2],))), sol))
+            elif kind == "U":  # the item ended: distinct from the earlier ones, then one of them
+                raw, a = top[4], rest[-1]
+                if raw not in top[3]:
+                    assert a[0] == "A" and a[1] == top[1]
+                    work.append((rest[:-1] + (("A", a[1], a[2], a[3] | {raw}),), sol))
             else:
                 out.append((stack, sol))
         if len(self._expand_cache) > 200_000:
@@ -179,6 +201,8 @@ class TextMachine:
                 return [(rest + (("P", path, 0, 0, 0), ("L", b"{")), sol)]
             return [(rest + (("O", path, 0, 0), ("L", b"{")), sol)]
         if isinstance(node, Arr):
+            if node.text_unique:
+                return [(rest + (("A", path, 0, frozenset()), ("L", b"[")), sol)]
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
         if node.kind == "string":
             if node.lang is not None:
@@ -284,8 +308,16 @@ class TextMachine:
         return out
 
     def _items(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
-        _, path, k = top
+        path, k = top[1], top[2]
         node: Arr = self.node_at(path)  # type: ignore[assignment]
+        if node.text_unique:  # (no solver variable names such an array: spec.text_unique_relation_check)
+            out = []
+            if (node.max_items is None or k < node.max_items) and self.fits(path + (k,)):
+                out.append((rest + (("A", path, k + 1, top[3]), ("W", path, k, top[3]),
+                                    ("L", self.sep if k else b"")), sol))
+            if k >= node.min_items:
+                out.append((rest + (("L", b"]"),), sol))
+            return out
         more = (rest + (("A", path, k + 1), ("V", path + (k,)), ("L", self.sep if k else b"")), sol)
         close = (rest + (("L", b"]"),), sol)
         lv = self.spec.len_var_of.get(path)
@@ -445,7 +477,78 @@ class TextMachine:
         out: list[Config] = []
         for cfg in configs:
             self._step_one(cfg, b, out)
+        if self.unique:
+            out = [c for c in out if self._distinct_ok(c)]
         return frozenset(out)
+
+    # -- uniqueItems in the text ------------------------------------------------------------------
+    def _fed(self, stack: tuple, b: int) -> tuple:
+        """`stack` with byte `b` (consumed by its top task) added to the text of each item under way."""
+        if not self.unique or not any(t[0] == "U" for t in stack):
+            return stack
+        x = bytes([b])
+        return tuple(("U", t[1], t[2], t[3], t[4] + x) if t[0] == "U" else t for t in stack)
+
+    def _risky(self, stack: tuple) -> bool:
+        """Is the text of some item under way a prefix of an earlier item of its array?"""
+        for t in stack:
+            if t[0] == "U" and t[3]:
+                raw = t[4]
+                if any(e.startswith(raw) for e in t[3]):
+                    return True
+            elif t[0] == "W" and t[3]:  # an item about to start (after its separator)
+                return True
+        return False
+
+    def _distinct_ok(self, cfg: Config) -> bool:
+        """Can every item under way still end distinct from the earlier items of its array (and the
+        record still end)? Item texts are canonical (one text per value), so an item can only meet
+        the earlier texts that extend its text so far: once no item's text is a prefix of an earlier
+        one, the automaton's own completions do (a later item of a text_unique array is only
+        started where a distinct one exists: this same check at its start, and
+        spec.unique_relations made sure minItems distinct items exist). Until then the search
+        follows, byte by byte, the texts on which some item stays on an earlier one's prefix; it
+        is bounded by those earlier texts' lengths."""
+        if not self._risky(cfg[0]):
+            return True
+        hit = self._distinct_cache.get(cfg)
+        if hit is not None:
+            return hit
+        ok = False
+        todo = [cfg]
+        visited = {cfg}
+        while todo and not ok:
+            c = todo.pop()
+            for b in range(256):
+                res: list = []
+                self._step_one(c, b, res)
+                for o in res:
+                    if not self._risky(o[0]):
+                        ok = True
+                        break
+                    if o not in visited:
+                        visited.add(o)
+                        todo.append(o)
+                if ok:
+                    break
+        if len(self._distinct_cache) > 100_000:
+            self._distinct_cache.clear()
+        self._distinct_cache[cfg] = ok
+        return ok
+
+    def canonical(self, path: tuple) -> bool:
+        """Is the value at `path` inside an item of a text_unique array (its strings are then written
+        with the escapes JSON requires only, as json.dumps does, so equal items have equal texts)?"""
+        hit = self._canon_cache.get(path)
+        if hit is None:
+            hit = False
+            for j in range(len(path)):
+                parent = self.node_at(path[:j])
+                if isinstance(parent, Arr) and parent.text_unique:
+                    hit = True
+                    break
+            self._canon_cache[path] = hit
+        return hit
 
     def _step_one(self, cfg: Config, b: int, out: list) -> None:
         stack, sol = cfg
@@ -456,7 +559,7 @@ class TextMachine:
         if kind == "L":
             lit = top[1]
             if lit[0] == b:
-                out.extend(self.expand((stack[:-1] + (("L", lit[1:]),), sol)))
+                out.extend(self.expand((self._fed(stack[:-1], b) + (("L", lit[1:]),), sol)))
             return
         if kind == "S":
             path, p = top[1], top[2]
@@ -469,13 +572,18 @@ class TextMachine:
             texts = self._texts(path, sol)
             if texts is not None:
                 if any(t.startswith(np_) for t in texts):
-                    out.append((stack[:-1] + (("S", path, np_),), sol))
+                    out.append((self._fed(stack[:-1], b) + (("S", path, np_),), sol))
             elif self._num_viable(path, sol, np_):
-                out.append((stack[:-1] + (("S", path, np_),), sol))
+                out.append((self._fed(stack[:-1], b) + (("S", path, np_),), sol))
             return
+        stack = self._fed(stack, b)
         if kind == "R":
             lang = self.node_at(top[1]).lang  # type: ignore[union-attr]
             assert lang is not None  # an 'R' task is only started for a string with a pattern
+            if self.unique and (top[4] or b == 0x5C) and self.canonical(top[1]):
+                cps = canonical_escape(top[4], top[5], b)
+                if cps is False or (cps is not None and not any(lang.step(top[2], top[3], cp) >= 0 for cp in cps)):
+                    return
             nxt = regex_byte(lang, top, b)
             if nxt is None:
                 return
@@ -553,6 +661,19 @@ class TextMachine:
             # no surrogates, nothing past U+10FFFF; see _CONT)
             lo, hi = _CONT[pend // 10]
             return ("T", path, nchars, esc, pend % 10 - 1) if lo <= b <= hi else None
+        if esc and self.unique and self.canonical(path):
+            # only the escapes json.dumps writes: \" \\ \b \f \n \r \t, else \u00XX (lowercase)
+            # for the other control characters; esc 6: the last digit after \u001
+            if esc == 1:
+                return ("T", path, nchars + 1, 0 if b in _CANON_ESC else 5, 0) \
+                    if b in _CANON_ESC or b == ord("u") else None
+            if esc in (5, 4):
+                return ("T", path, nchars, esc - 1, 0) if b == 0x30 else None
+            if esc == 3:
+                return ("T", path, nchars, 2 if b == 0x30 else 6, 0) if b in (0x30, 0x31) else None
+            if esc == 6:
+                return ("T", path, nchars, 0, 0) if b in _LOWER_HEX else None
+            return ("T", path, nchars, 0, 0) if b in _LOWER_HEX and b not in b"89acd" else None
         if esc == 1:
             if b in _ESC:
                 return ("T", path, nchars + 1, 0, 0)
@@ -719,6 +840,48 @@ def _utf8_part(st: tuple, k: int) -> Optional[tuple]:
     v, lo, hi = st
     a, b = max(lo, v << 6 * k), min(hi, (v << 6 * k) | ((1 << 6 * k) - 1))
     return ("part", 20 + k, st, a, b) if a <= b else None
+
+
+_CTRL_U = tuple(c for c in range(0x20) if c not in (8, 9, 10, 12, 13))  # written \u00XX by json.dumps
+
+
+def canonical_escape(esc: int, acc: Any, b: int) -> Any:
+    """Byte `b` in the `decode_byte` state (esc, acc) of a canonical string (the escapes json.dumps
+    writes only): False if not allowed there, else the code points the escape it opens or
+    continues can still become (None: no escape under way after it)."""
+    if esc == 0:
+        return (*range(0x20), 0x22, 0x5C) if b == 0x5C else None
+    if esc == 1:
+        return _CTRL_U if b == ord("u") else None if b in _CANON_ESC else False
+    if esc in (10, 11):
+        return _CTRL_U if b == 0x30 else False
+    if esc == 12:
+        return tuple(c for c in _CTRL_U if (c >> 4) == b - 0x30) if b in (0x30, 0x31) else False
+    if esc == 13:
+        return None if b in _LOWER_HEX and (acc * 16 + int(chr(b), 16)) in _CTRL_U + tuple(range(0x10, 0x20)) \
+            else False
+    return None
+
+
+def _any_text_unique(node: LayoutNode) -> bool:
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Arr):
+            if n.text_unique:
+                return True
+            todo.append(n.item)
+        elif isinstance(n, Obj):
+            todo += [f.node for f in n.fields]
+            if n.extra is not None:
+                todo += [n.extra] if n.keys is None else list(n.keys.values)
+        elif n.kind in ("union", "ref"):
+            todo += n.alts
+    return False
 
 
 def regex_byte(lang: StringLang, top: tuple, b: int) -> Any:

@@ -16,7 +16,7 @@ UNSUPPORTED_KEYWORDS = [
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
     ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
     ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
-    ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "uniqueItems"),
+    ({"type": "array", "items": {}, "uniqueItems": True}, "uniqueItems"),
     ({"type": "array", "items": {"type": "integer"}, "contains": {}}, "contains"),
     ({"type": "array", "items": {"type": "integer"}, "minContains": 1}, "minContains"),
     ({"type": "array", "items": {"type": "integer"}, "unevaluatedItems": False}, "unevaluatedItems"),

@@ -1,7 +1,8 @@
 """uniqueItems as FactorSpec's own all_different (spec.unique_relations): `check` and `count`
 equal brute force with `jsonschema` over every small array, byte walks of the text machine (the
 solver behind it) never dead-end and finish on valid records, the array length is bounded by the
-items' domain, and unsupported item kinds are refused naming the pointer."""
+items' domain, and unsupported item kinds are refused naming the pointer. (uniqueItems kept in
+the text, over items that are not finite: test_textstate_unique.py.)"""
 from __future__ import annotations
 
 import itertools
@@ -84,10 +85,15 @@ def test_byte_walks_never_dead_end(k: int) -> None:
     assert finished > 0
 
 
+_OPEN = {"type": "object", "additionalProperties": True}
+
+
 @pytest.mark.parametrize("schema, pointer", [
-    ({"type": "object", "properties": {"t": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}},
+    ({"type": "object", "properties": {"t": {"type": "array", "items": _OPEN, "uniqueItems": True}}},
      "/properties/t/uniqueItems"),
-    ({"type": "array", "items": {"enum": [1, 2]}, "uniqueItems": True}, "/uniqueItems"),
+    ({"type": "array", "items": {}, "uniqueItems": True}, "/uniqueItems"),
+    ({"type": "array", "items": {"type": "string", "pattern": "^(a|b)$"}, "uniqueItems": True, "minItems": 3},
+     "/minItems"),
     ({"type": "object", "properties": {"t": {"type": "array", "items": {"type": "integer", "minimum": 0,
                                                                          "maximum": 5000}, "uniqueItems": True}}},
      "/properties/t/uniqueItems"),
