@@ -830,6 +830,23 @@ class SchemaCompiler:
             self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
             ap = False
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
+        try:
+            return self._object_fields(s, keys, ptr, depth, props, req, extra, explicit_closed)
+        except EmptySchema:
+            if extra is not None or "additionalProperties" in s or not self.open_objects:
+                raise
+            # the closing narrowing (no additionalProperties: closed) must not empty a schema that
+            # JSON Schema's open reading satisfies (e.g. minProperties above the declared count):
+            # there the object is open, any extra member of any value, exactly as written
+            node = self._object_fields(s, keys, ptr, depth, props, req, Scalar(ptr, "any"), False)
+            self._note(ptr, "additionalProperties", "absent, and the closed narrowing admits no object: open "
+                       "(extra members of any value)")
+            return node
+
+    def _object_fields(self, s: dict, keys: set[str], ptr: str, depth: int, props: dict, req: list,
+                       extra: Optional[LayoutNode], explicit_closed: bool) -> Obj:
+        """`_object` past additionalProperties: the declared fields, required names, dependencies
+        and property-count rules over `extra` (None: closed)."""
         fields = []
         for k, v in props.items():
             try:

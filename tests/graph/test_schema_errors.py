@@ -36,7 +36,8 @@ def test_unsupported_keyword_names_pointer(node: dict, keyword: str) -> None:
 
 
 BAD_SHAPES = [
-    ({"type": "object", "properties": {"x": {}}, "minProperties": 2}, "/properties/a/minProperties"),
+    ({"type": "object", "properties": {"x": {}}, "minProperties": 2, "additionalProperties": False},
+     "/properties/a/minProperties"),
     ({"type": "object", "properties": {}, "minProperties": 2, "maxProperties": 1}, "/properties/a/maxProperties"),
     ({"type": "object", "properties": {"x": {}}, "dependencies": {"x": 5}},
      "/properties/a/dependencies/x"),
