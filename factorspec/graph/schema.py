@@ -464,6 +464,9 @@ class SchemaCompiler:
             s = {**s, "enum": [v for t in ts for v in finite[t]]}
             keys = keys | {"enum"}
         if "enum" in keys or "const" in keys:
+            lit = [s["const"]] if "const" in s else s["enum"] if isinstance(s["enum"], list) else []
+            if any(isinstance(v, (dict, list)) for v in lit):
+                return self._structured_enum(s, lit, ptr, depth)
             return self._enum(s, keys, ptr, types if types is not None else typ)
         if typ is None and types is None:
             types = [t for t in ("object", "array", "string", "number") if keys & _TYPE_SPECIFIC[t]]
@@ -782,6 +785,22 @@ class SchemaCompiler:
                                     "const values): use anyOf if exclusivity does not matter")
 
     # -- leaves and containers ----------------------------------------------------------------------
+    def _structured_enum(self, s: dict, values: list, ptr: str, depth: int) -> LayoutNode:
+        """enum/const with object or array values: each value as the schema whose only instance
+        it is (`literal_schema`), their anyOf, in an allOf with the keywords beside. Distinct
+        values are distinct instances, so no record matches two alternatives."""
+        kw = "const" if "const" in s else "enum"
+        alts: list[dict] = []
+        seen: set[str] = set()
+        for i, v in enumerate(values):
+            if _canon(v) in seen:
+                continue
+            seen.add(_canon(v))
+            alts.append(literal_schema(v, f"{ptr}/{kw}/{i}" if kw == "enum" else f"{ptr}/const"))
+        rest = {k: x for k, x in s.items() if k not in ("enum", "const")}
+        one = alts[0] if len(alts) == 1 else {"anyOf": alts}
+        return self.node({"allOf": [rest, one]} if rest else one, ptr, depth + 1)
+
     def _enum(self, s: dict, keys: set[str], ptr: str, typ: str | list[str] | None) -> Scalar:
         if "const" in s:
             values = [s["const"]]
@@ -1225,6 +1244,24 @@ def _json_type(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
+def literal_schema(v: Any, ptr: str) -> dict:
+    """The schema whose only instance is the JSON value `v` (JSON Schema equality: an object's
+    keys in any order, 1 and 1.0 alike). An object is closed with every key required; an array
+    is written as items of one schema, so its items must be equal (an array of different items
+    would need a tuple layout, which FactorSpec has not: refused naming the pointer)."""
+    if isinstance(v, dict):
+        return {"type": "object", "properties": {k: literal_schema(x, ptr) for k, x in v.items()},
+                "required": list(v), "additionalProperties": False}
+    if isinstance(v, list):
+        if not v:
+            return {"type": "array", "maxItems": 0}
+        if len({_canon(x) for x in v}) > 1:
+            raise SpecError(ptr, f"an enum/const array value whose items differ ({json.dumps(v)[:40]}) is not "
+                            "supported (it needs a tuple layout); list it as an anyOf of schemas instead")
+        return {"type": "array", "items": literal_schema(v[0], ptr), "minItems": len(v), "maxItems": len(v)}
+    return {"const": v}
+
+
 def _canon(v: Any) -> str:
     """Canonical JSON of a value (1 and 1.0 are the same number)."""
     if isinstance(v, bool) or v is None or isinstance(v, str):
@@ -1275,6 +1312,8 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
     if kw == REGULAR:
         pos, neg = _regular_of({REGULAR: arg})
         return not isinstance(v, str) or regular_lang(pos, neg, ptr).matches(v)
+    if kw in _TYPE_SPECIFIC["object"] | _TYPE_SPECIFIC["array"]:
+        return True  # the values here are scalars (structured ones: `literal_schema`): a no-op on them
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
 
 
