@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional, Union
@@ -320,6 +321,7 @@ class SchemaCompiler:
         self._ref_stack: list[str] = []
         self._refs = _ref_table()
         self._report: dict[tuple[str, str], str] = {}
+        self._anchor_table: Optional[dict[str, str]] = None
 
     @property
     def report(self) -> list[tuple[str, str, str]]:
@@ -338,13 +340,25 @@ class SchemaCompiler:
         return root
 
     def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
+        """A reference -> (target schema, its JSON Pointer). Local forms: '#/...' (a JSON Pointer in
+        a URI fragment: percent-escapes decoded), '#name' (an anchor: `$anchor` name, or a draft-04
+        to 07 `id`/`$id` '#name'), and '<root id>#...' (the document's own `$id`/`id`)."""
+        if isinstance(ref, str) and not ref.startswith("#"):
+            base, _, frag = ref.partition("#")
+            if base and base == self._root_id():
+                ref = "#" + frag
         if not isinstance(ref, str) or not ref.startswith("#"):
-            raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
-        if ref != "#" and not ref.startswith("#/"):
-            raise SpecError(f"{ptr}/$ref", f"anchor references ({ref!r}) are not supported, only JSON Pointers "
-                            "('#/...')")
+            raise SpecError(f"{ptr}/$ref", f"only local references ('#/...', '#anchor' or the document's own "
+                            f"id) are supported, got {ref!r}")
+        frag = urllib.parse.unquote(ref[1:])
+        if frag and not frag.startswith("/"):
+            anchors = self._anchors()
+            if frag not in anchors:
+                raise SpecError(f"{ptr}/$ref", f"anchor reference {ref!r} names no `$anchor` or `$id`/`id` "
+                                f"'#{frag}' in the document")
+            frag = anchors[frag]
         target: Any = self.doc
-        parts = ref[1:].split("/")[1:] if ref != "#" else []
+        parts = frag.split("/")[1:] if frag else []
         for raw in parts:
             part = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and part in target:
@@ -355,7 +369,36 @@ class SchemaCompiler:
                 raise SpecError(f"{ptr}/$ref", f"reference {ref!r} does not resolve")
         if not isinstance(target, (dict, bool)):
             raise SpecError(f"{ptr}/$ref", f"reference {ref!r} is not a schema object")
-        return target, ref[1:] or ""
+        return target, frag
+
+    def _root_id(self) -> Optional[str]:
+        """The document's own base URI (`$id`, or draft-04 `id`), without an empty fragment."""
+        rid = self.doc.get("$id", self.doc.get("id"))
+        return rid[:-1] if isinstance(rid, str) and rid.endswith("#") else rid if isinstance(rid, str) else None
+
+    def _anchors(self) -> dict[str, str]:
+        """Anchor name -> JSON Pointer of its schema, over the whole document (computed once)."""
+        if self._anchor_table is None:
+            table: dict[str, str] = {}
+
+            def walk(x: Any, at: str) -> None:
+                if isinstance(x, dict):
+                    for kw in ("$anchor", "$id", "id"):
+                        a = x.get(kw)
+                        if isinstance(a, str):
+                            name = a if kw == "$anchor" else a[1:] if a.startswith("#") and a[1:2] != "/" else ""
+                            if name:
+                                table.setdefault(name, at)
+                    for k, v in x.items():
+                        if k not in ("enum", "const", "default", "examples"):
+                            walk(v, f"{at}/{escape_pointer(k)}")
+                elif isinstance(x, list):
+                    for i, v in enumerate(x):
+                        walk(v, f"{at}/{i}")
+
+            walk(self.doc, "")
+            self._anchor_table = table
+        return self._anchor_table
 
     def _keywords(self, s: dict, ptr: str) -> set[str]:
         """The validation keywords of a schema object; every other key is noted as ignored."""
@@ -395,10 +438,10 @@ class SchemaCompiler:
                 rest = {k: v for k, v in s.items() if k != "$ref"}
                 return self._all_of({**rest, "allOf": [{"$ref": s["$ref"]}] + list(rest.get("allOf", []))},
                                     ptr, depth)
-            ref = s["$ref"]
+            target, tptr = self._resolve(s["$ref"], ptr)
+            ref = "#" + tptr  # one key per target, however the reference spells it
             if ref in self._ref_stack:  # recursion: a reference node, linked when the target is done
                 return self._refs.placeholder(ref, ptr)
-            target, tptr = self._resolve(ref, ptr)
             self._ref_stack.append(ref)
             try:
                 n = self.node(target, tptr, depth + 1)
