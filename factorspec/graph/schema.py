@@ -371,6 +371,59 @@ class SchemaCompiler:
             raise SpecError(f"{ptr}/$ref", f"reference {ref!r} is not a schema object")
         return target, frag
 
+    def _unevaluated(self, s: dict, ptr: str) -> dict:
+        """unevaluatedProperties X where the in-place subschemas (this one, its allOf members and
+        $ref targets, transitively) are plain: the keys they evaluate are exactly their properties
+        and patternProperties (or all keys, where one has additionalProperties: X is then a no-op),
+        so X is the additionalProperties of one more allOf member that lists all of them. An
+        anyOf/oneOf/not/if/dependentSchemas among them evaluates keys only where it matches: refused."""
+        names: dict[str, bool] = {}
+        patterns: dict[str, bool] = {}
+        seen: set[str] = set()
+        every = False
+
+        def visit(m: Any, mptr: str) -> None:
+            nonlocal every
+            if not isinstance(m, dict):
+                return
+            for kw in ("anyOf", "oneOf", "not", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"):
+                if kw in m:
+                    raise SpecError(f"{ptr}/unevaluatedProperties", f"unevaluatedProperties beside an in-place "
+                                    f"'{kw}' (at {mptr}/{kw}) cannot be compiled exactly: list the properties "
+                                    "and use additionalProperties")
+            if isinstance(m.get("dependencies"), dict) and any(isinstance(v, dict) for v in m["dependencies"].values()):
+                raise SpecError(f"{ptr}/unevaluatedProperties", f"unevaluatedProperties beside schema dependencies "
+                                f"(at {mptr}/dependencies) cannot be compiled exactly")
+            if m is not s and "unevaluatedProperties" in m:
+                every = True  # an inner unevaluatedProperties evaluates every key it lets through
+            if "additionalProperties" in m:
+                every = True
+            if isinstance(m.get("properties"), dict):
+                names.update(dict.fromkeys(m["properties"], True))
+            if isinstance(m.get("patternProperties"), dict):
+                patterns.update(dict.fromkeys(m["patternProperties"], True))
+            if isinstance(m.get("$ref"), str):
+                target, tptr = self._resolve(m["$ref"], mptr)
+                if tptr not in seen:
+                    seen.add(tptr)
+                    visit(target, tptr)
+            if isinstance(m.get("allOf"), list):
+                for i, a in enumerate(m["allOf"]):
+                    visit(a, f"{mptr}/allOf/{i}")
+
+        visit(s, ptr)
+        rest = {k: v for k, v in s.items() if k != "unevaluatedProperties"}
+        if every:
+            self._note(ptr, "unevaluatedProperties", "every key is evaluated in place (additionalProperties): "
+                       "a no-op")
+            return rest
+        member: dict[str, Any] = {"properties": names, "additionalProperties": s["unevaluatedProperties"]}
+        if patterns:
+            member["patternProperties"] = patterns
+        self._note(ptr, "unevaluatedProperties", "the additionalProperties of one more allOf member listing the "
+                   "properties evaluated in place")
+        return {**rest, "allOf": list(rest.get("allOf", [])) + [member]}
+
     def _root_id(self) -> Optional[str]:
         """The document's own base URI (`$id`, or draft-04 `id`), without an empty fragment."""
         rid = self.doc.get("$id", self.doc.get("id"))
@@ -428,6 +481,9 @@ class SchemaCompiler:
             raise SpecError(ptr, f"a schema must be an object, got {json.dumps(s)[:60]}")
         s = _draft4_exclusive(s)
         keys = self._keywords(s, ptr)
+        if "unevaluatedProperties" in keys:
+            s = self._unevaluated(s, ptr)
+            keys = self._keywords(s, ptr)
         if "$ref" in keys:
             others = keys - {"$ref"}
             if others and self._ref_siblings_ignored():
