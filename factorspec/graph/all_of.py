@@ -357,6 +357,12 @@ def _merge_patterns(members: list[tuple[dict, str]], out: dict) -> None:
 
 
 def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
+    # propertyNames judges every key of the instance, whatever the other keywords say: the merged
+    # object's is the allOf of the members' (exact), and the rest merges without it
+    names = [m["propertyNames"] for m, _ in members if "propertyNames" in m and m["propertyNames"] is not True]
+    if names:
+        members = [({k: v for k, v in m.items() if k != "propertyNames"}, mptr) for m, mptr in members]
+        out["propertyNames"] = names[0] if len(names) == 1 else {"allOf": names}
     objs = [(m, mptr) for m, mptr in members if any(k in m for k in _OBJECT_KEYS if k != "required")]
     required: list[str] = []
     for m, mptr in members:

@@ -53,6 +53,11 @@ SCHEMAS: list[dict] = [
     {"allOf": [{"properties": {"a": {"type": "integer"}}}], "type": "object", "additionalProperties": False},
     {"type": "object", "properties": {"a": {"allOf": [{"type": "string", "maxLength": 2}, {"minLength": 1}]}},
      "required": ["a"], "additionalProperties": False},
+    # propertyNames judges every key whatever the other members say: merged as the allOf of them
+    {"allOf": [{"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {"type": "integer"}},
+               {"properties": {"a": {"maximum": 1}, "c": {}}}]},
+    {"allOf": [{"propertyNames": {"maxLength": 1}}, {"propertyNames": {"enum": ["a", "c", "bb"]}},
+               {"type": "object", "properties": {"a": {}, "b": {}, "c": {"type": "null"}}, "required": ["a"]}]},
 ]
 
 
