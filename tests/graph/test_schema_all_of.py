@@ -56,6 +56,12 @@ SCHEMAS: list[dict] = [
     # propertyNames judges every key whatever the other members say: merged as the allOf of them
     {"allOf": [{"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {"type": "integer"}},
                {"properties": {"a": {"maximum": 1}, "c": {}}}]},
+    # two copies of a recursive target merged: kept once (else a new allOf at every level)
+    {"$defs": {"c": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 3}},
+                     "additionalProperties": {"anyOf": [{"$ref": "#/$defs/c"}]}},
+               "g": {"properties": {"b": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/c"}]}},
+                     "additionalProperties": True}},
+     "allOf": [{"$ref": "#/$defs/g"}, {"$ref": "#/$defs/c"}]},
     {"allOf": [{"propertyNames": {"maxLength": 1}}, {"propertyNames": {"enum": ["a", "c", "bb"]}},
                {"type": "object", "properties": {"a": {}, "b": {}, "c": {"type": "null"}}, "required": ["a"]}]},
 ]
