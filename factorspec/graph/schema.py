@@ -664,6 +664,11 @@ class SchemaCompiler:
     # -- allOf ------------------------------------------------------------------------------------
     def _all_of(self, s: dict, ptr: str, depth: int) -> LayoutNode:
         """allOf merged into one schema (graph/all_of.py), then compiled as any other node."""
+        members = s.get("allOf")
+        if isinstance(members, list) and len(members) == 1 and not (self._keywords(s, ptr) - {"allOf"}):
+            # allOf of one schema is that schema: compiled as is, so a recursive $ref in it meets the
+            # reference stack instead of being inlined by the merge at every level
+            return self.node(members[0], f"{ptr}/allOf/0", depth + 1)
         merged = merge_all_of(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS)
         self._note(ptr, "allOf", "merged into one schema")
         try:
