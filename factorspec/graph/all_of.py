@@ -124,8 +124,30 @@ class _Ctx:
                             "combinations of alternatives tried")
 
 
+def _same_once(schemas: list[Any]) -> list[Any]:
+    """allOf(X, X) is X: equal schemas kept once. Why beyond speed: two copies of a recursive
+    $ref target's keywords would otherwise merge into a new allOf at every level, which no $ref
+    cycle check sees, and nest until the depth limit."""
+    seen: set[str] = set()
+    out = []
+    for x in schemas:
+        key = json.dumps(x, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(x)
+    return out
+
+
 def _merge_members(members: list[tuple[dict, str]], ptr: str, ctx: _Ctx) -> dict:
     validation = ctx.validation
+    seen: set[str] = set()
+    once = []
+    for m, mptr in members:
+        key = json.dumps(m, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            once.append((m, mptr))
+    members = once
     for m, mptr in members:
         for k in _REFUSED:
             if k in m:
@@ -357,6 +379,12 @@ def _merge_patterns(members: list[tuple[dict, str]], out: dict) -> None:
 
 
 def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
+    # propertyNames judges every key of the instance, whatever the other keywords say: the merged
+    # object's is the allOf of the members' (exact), and the rest merges without it
+    names = [m["propertyNames"] for m, _ in members if "propertyNames" in m and m["propertyNames"] is not True]
+    if names:
+        members = [({k: v for k, v in m.items() if k != "propertyNames"}, mptr) for m, mptr in members]
+        out["propertyNames"] = names[0] if len(names) == 1 else {"allOf": names}
     objs = [(m, mptr) for m, mptr in members if any(k in m for k in _OBJECT_KEYS if k != "required")]
     required: list[str] = []
     for m, mptr in members:
@@ -396,7 +424,7 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
                     break
                 elif "additionalProperties" in m and m["additionalProperties"] is not True:
                     parts.append(m["additionalProperties"])
-            parts = [p for p in parts if p is not True and p != {}]
+            parts = _same_once([p for p in parts if p is not True and p != {}])
             if forbidden is not None or False in parts:
                 if k in required and forbidden is None:
                     raise NoValue(f"{ptr}/properties/{k}", f"property {k!r} is required but an allOf member "
@@ -420,7 +448,7 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
         # JSON Schema reads an absent additionalProperties as true; the layout policy closes an
         # object without the keyword (docs/spec.md), so the merge keeps "absent" apart from "true"
         given = [m["additionalProperties"] for m, _ in objs if "additionalProperties" in m]
-        extra = [x for x in given if x is not True and x != {}]
+        extra = _same_once([x for x in given if x is not True and x != {}])
         if False in extra:
             out["additionalProperties"] = False
         elif extra:

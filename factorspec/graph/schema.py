@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional, Union
@@ -325,6 +326,7 @@ class SchemaCompiler:
         self._refs = _ref_table()
         self._report: dict[tuple[str, str], str] = {}
         self._ov: Optional[Overlaps] = None
+        self._anchor_table: Optional[dict[str, str]] = None
 
     @property
     def report(self) -> list[tuple[str, str, str]]:
@@ -343,13 +345,25 @@ class SchemaCompiler:
         return root
 
     def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
+        """A reference -> (target schema, its JSON Pointer). Local forms: '#/...' (a JSON Pointer in
+        a URI fragment: percent-escapes decoded), '#name' (an anchor: `$anchor` name, or a draft-04
+        to 07 `id`/`$id` '#name'), and '<root id>#...' (the document's own `$id`/`id`)."""
+        if isinstance(ref, str) and not ref.startswith("#"):
+            base, _, frag = ref.partition("#")
+            if base and base == self._root_id():
+                ref = "#" + frag
         if not isinstance(ref, str) or not ref.startswith("#"):
-            raise SpecError(f"{ptr}/$ref", f"only local references ('#/...') are supported, got {ref!r}")
-        if ref != "#" and not ref.startswith("#/"):
-            raise SpecError(f"{ptr}/$ref", f"anchor references ({ref!r}) are not supported, only JSON Pointers "
-                            "('#/...')")
+            raise SpecError(f"{ptr}/$ref", f"only local references ('#/...', '#anchor' or the document's own "
+                            f"id) are supported, got {ref!r}")
+        frag = urllib.parse.unquote(ref[1:])
+        if frag and not frag.startswith("/"):
+            anchors = self._anchors()
+            if frag not in anchors:
+                raise SpecError(f"{ptr}/$ref", f"anchor reference {ref!r} names no `$anchor` or `$id`/`id` "
+                                f"'#{frag}' in the document")
+            frag = anchors[frag]
         target: Any = self.doc
-        parts = ref[1:].split("/")[1:] if ref != "#" else []
+        parts = frag.split("/")[1:] if frag else []
         for raw in parts:
             part = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and part in target:
@@ -360,7 +374,89 @@ class SchemaCompiler:
                 raise SpecError(f"{ptr}/$ref", f"reference {ref!r} does not resolve")
         if not isinstance(target, (dict, bool)):
             raise SpecError(f"{ptr}/$ref", f"reference {ref!r} is not a schema object")
-        return target, ref[1:] or ""
+        return target, frag
+
+    def _unevaluated(self, s: dict, ptr: str) -> dict:
+        """unevaluatedProperties X where the in-place subschemas (this one, its allOf members and
+        $ref targets, transitively) are plain: the keys they evaluate are exactly their properties
+        and patternProperties (or all keys, where one has additionalProperties: X is then a no-op),
+        so X is the additionalProperties of one more allOf member that lists all of them. An
+        anyOf/oneOf/not/if/dependentSchemas among them evaluates keys only where it matches: refused."""
+        names: dict[str, bool] = {}
+        patterns: dict[str, bool] = {}
+        seen: set[str] = set()
+        every = False
+
+        def visit(m: Any, mptr: str) -> None:
+            nonlocal every
+            if not isinstance(m, dict):
+                return
+            for kw in ("anyOf", "oneOf", "not", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"):
+                if kw in m:
+                    raise SpecError(f"{ptr}/unevaluatedProperties", f"unevaluatedProperties beside an in-place "
+                                    f"'{kw}' (at {mptr}/{kw}) cannot be compiled exactly: list the properties "
+                                    "and use additionalProperties")
+            if isinstance(m.get("dependencies"), dict) and any(isinstance(v, dict) for v in m["dependencies"].values()):
+                raise SpecError(f"{ptr}/unevaluatedProperties", f"unevaluatedProperties beside schema dependencies "
+                                f"(at {mptr}/dependencies) cannot be compiled exactly")
+            if m is not s and "unevaluatedProperties" in m:
+                every = True  # an inner unevaluatedProperties evaluates every key it lets through
+            if "additionalProperties" in m:
+                every = True
+            if isinstance(m.get("properties"), dict):
+                names.update(dict.fromkeys(m["properties"], True))
+            if isinstance(m.get("patternProperties"), dict):
+                patterns.update(dict.fromkeys(m["patternProperties"], True))
+            if isinstance(m.get("$ref"), str):
+                target, tptr = self._resolve(m["$ref"], mptr)
+                if tptr not in seen:
+                    seen.add(tptr)
+                    visit(target, tptr)
+            if isinstance(m.get("allOf"), list):
+                for i, a in enumerate(m["allOf"]):
+                    visit(a, f"{mptr}/allOf/{i}")
+
+        visit(s, ptr)
+        rest = {k: v for k, v in s.items() if k != "unevaluatedProperties"}
+        if every:
+            self._note(ptr, "unevaluatedProperties", "every key is evaluated in place (additionalProperties): "
+                       "a no-op")
+            return rest
+        member: dict[str, Any] = {"properties": names, "additionalProperties": s["unevaluatedProperties"]}
+        if patterns:
+            member["patternProperties"] = patterns
+        self._note(ptr, "unevaluatedProperties", "the additionalProperties of one more allOf member listing the "
+                   "properties evaluated in place")
+        return {**rest, "allOf": list(rest.get("allOf", [])) + [member]}
+
+    def _root_id(self) -> Optional[str]:
+        """The document's own base URI (`$id`, or draft-04 `id`), without an empty fragment."""
+        rid = self.doc.get("$id", self.doc.get("id"))
+        return rid[:-1] if isinstance(rid, str) and rid.endswith("#") else rid if isinstance(rid, str) else None
+
+    def _anchors(self) -> dict[str, str]:
+        """Anchor name -> JSON Pointer of its schema, over the whole document (computed once)."""
+        if self._anchor_table is None:
+            table: dict[str, str] = {}
+
+            def walk(x: Any, at: str) -> None:
+                if isinstance(x, dict):
+                    for kw in ("$anchor", "$id", "id"):
+                        a = x.get(kw)
+                        if isinstance(a, str):
+                            name = a if kw == "$anchor" else a[1:] if a.startswith("#") and a[1:2] != "/" else ""
+                            if name:
+                                table.setdefault(name, at)
+                    for k, v in x.items():
+                        if k not in ("enum", "const", "default", "examples"):
+                            walk(v, f"{at}/{escape_pointer(k)}")
+                elif isinstance(x, list):
+                    for i, v in enumerate(x):
+                        walk(v, f"{at}/{i}")
+
+            walk(self.doc, "")
+            self._anchor_table = table
+        return self._anchor_table
 
     def _keywords(self, s: dict, ptr: str) -> set[str]:
         """The validation keywords of a schema object; every other key is noted as ignored."""
@@ -390,6 +486,9 @@ class SchemaCompiler:
             raise SpecError(ptr, f"a schema must be an object, got {json.dumps(s)[:60]}")
         s = _draft4_exclusive(s)
         keys = self._keywords(s, ptr)
+        if "unevaluatedProperties" in keys:
+            s = self._unevaluated(s, ptr)
+            keys = self._keywords(s, ptr)
         if "$ref" in keys:
             others = keys - {"$ref"}
             if others and self._ref_siblings_ignored():
@@ -400,10 +499,10 @@ class SchemaCompiler:
                 rest = {k: v for k, v in s.items() if k != "$ref"}
                 return self._all_of({**rest, "allOf": [{"$ref": s["$ref"]}] + list(rest.get("allOf", []))},
                                     ptr, depth)
-            ref = s["$ref"]
+            target, tptr = self._resolve(s["$ref"], ptr)
+            ref = "#" + tptr  # one key per target, however the reference spells it
             if ref in self._ref_stack:  # recursion: a reference node, linked when the target is done
                 return self._refs.placeholder(ref, ptr)
-            target, tptr = self._resolve(ref, ptr)
             self._ref_stack.append(ref)
             try:
                 n = self.node(target, tptr, depth + 1)
@@ -469,6 +568,9 @@ class SchemaCompiler:
             s = {**s, "enum": [v for t in ts for v in finite[t]]}
             keys = keys | {"enum"}
         if "enum" in keys or "const" in keys:
+            lit = [s["const"]] if "const" in s else s["enum"] if isinstance(s["enum"], list) else []
+            if any(isinstance(v, (dict, list)) for v in lit):
+                return self._structured_enum(s, lit, ptr, depth)
             return self._enum(s, keys, ptr, types if types is not None else typ)
         if typ is None and types is None:
             types = [t for t in ("object", "array", "string", "number") if keys & _TYPE_SPECIFIC[t]]
@@ -567,6 +669,11 @@ class SchemaCompiler:
     # -- allOf ------------------------------------------------------------------------------------
     def _all_of(self, s: dict, ptr: str, depth: int) -> LayoutNode:
         """allOf merged into one schema (graph/all_of.py), then compiled as any other node."""
+        members = s.get("allOf")
+        if isinstance(members, list) and len(members) == 1 and not (self._keywords(s, ptr) - {"allOf"}):
+            # allOf of one schema is that schema: compiled as is, so a recursive $ref in it meets the
+            # reference stack instead of being inlined by the merge at every level
+            return self.node(members[0], f"{ptr}/allOf/0", depth + 1)
         merged = merge_all_of(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS)
         self._note(ptr, "allOf", "merged into one schema")
         try:
@@ -734,6 +841,22 @@ class SchemaCompiler:
         return {**siblings, **a, **united}, aptr
 
     # -- leaves and containers ----------------------------------------------------------------------
+    def _structured_enum(self, s: dict, values: list, ptr: str, depth: int) -> LayoutNode:
+        """enum/const with object or array values: each value as the schema whose only instance
+        it is (`literal_schema`), their anyOf, in an allOf with the keywords beside. Distinct
+        values are distinct instances, so no record matches two alternatives."""
+        kw = "const" if "const" in s else "enum"
+        alts: list[dict] = []
+        seen: set[str] = set()
+        for i, v in enumerate(values):
+            if _canon(v) in seen:
+                continue
+            seen.add(_canon(v))
+            alts.append(literal_schema(v, f"{ptr}/{kw}/{i}" if kw == "enum" else f"{ptr}/const"))
+        rest = {k: x for k, x in s.items() if k not in ("enum", "const")}
+        one = alts[0] if len(alts) == 1 else {"anyOf": alts}
+        return self.node({"allOf": [rest, one]} if rest else one, ptr, depth + 1)
+
     def _enum(self, s: dict, keys: set[str], ptr: str, typ: str | list[str] | None) -> Scalar:
         if "const" in s:
             values = [s["const"]]
@@ -782,6 +905,23 @@ class SchemaCompiler:
             self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
             ap = False
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
+        try:
+            return self._object_fields(s, keys, ptr, depth, props, req, extra, explicit_closed)
+        except EmptySchema:
+            if extra is not None or "additionalProperties" in s or not self.open_objects:
+                raise
+            # the closing narrowing (no additionalProperties: closed) must not empty a schema that
+            # JSON Schema's open reading satisfies (e.g. minProperties above the declared count):
+            # there the object is open, any extra member of any value, exactly as written
+            node = self._object_fields(s, keys, ptr, depth, props, req, Scalar(ptr, "any"), False)
+            self._note(ptr, "additionalProperties", "absent, and the closed narrowing admits no object: open "
+                       "(extra members of any value)")
+            return node
+
+    def _object_fields(self, s: dict, keys: set[str], ptr: str, depth: int, props: dict, req: list,
+                       extra: Optional[LayoutNode], explicit_closed: bool) -> Obj:
+        """`_object` past additionalProperties: the declared fields, required names, dependencies
+        and property-count rules over `extra` (None: closed)."""
         fields = []
         for k, v in props.items():
             try:
@@ -1160,6 +1300,24 @@ def _json_type(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
+def literal_schema(v: Any, ptr: str) -> dict:
+    """The schema whose only instance is the JSON value `v` (JSON Schema equality: an object's
+    keys in any order, 1 and 1.0 alike). An object is closed with every key required; an array
+    is written as items of one schema, so its items must be equal (an array of different items
+    would need a tuple layout, which FactorSpec has not: refused naming the pointer)."""
+    if isinstance(v, dict):
+        return {"type": "object", "properties": {k: literal_schema(x, ptr) for k, x in v.items()},
+                "required": list(v), "additionalProperties": False}
+    if isinstance(v, list):
+        if not v:
+            return {"type": "array", "maxItems": 0}
+        if len({_canon(x) for x in v}) > 1:
+            raise SpecError(ptr, f"an enum/const array value whose items differ ({json.dumps(v)[:40]}) is not "
+                            "supported (it needs a tuple layout); list it as an anyOf of schemas instead")
+        return {"type": "array", "items": literal_schema(v[0], ptr), "minItems": len(v), "maxItems": len(v)}
+    return {"const": v}
+
+
 def _canon(v: Any) -> str:
     """Canonical JSON of a value (1 and 1.0 are the same number)."""
     if isinstance(v, bool) or v is None or isinstance(v, str):
@@ -1210,6 +1368,8 @@ def _satisfies(v: Any, kw: str, arg: Any, ptr: str) -> bool:
     if kw == REGULAR:
         pos, neg = _regular_of({REGULAR: arg})
         return not isinstance(v, str) or regular_lang(pos, neg, ptr).matches(v)
+    if kw in _TYPE_SPECIFIC["object"] | _TYPE_SPECIFIC["array"]:
+        return True  # the values here are scalars (structured ones: `literal_schema`): a no-op on them
     raise SpecError(f"{ptr}/{escape_pointer(kw)}", f"keyword {kw!r} is not supported beside enum/const")
 
 

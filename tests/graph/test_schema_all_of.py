@@ -53,6 +53,22 @@ SCHEMAS: list[dict] = [
     {"allOf": [{"properties": {"a": {"type": "integer"}}}], "type": "object", "additionalProperties": False},
     {"type": "object", "properties": {"a": {"allOf": [{"type": "string", "maxLength": 2}, {"minLength": 1}]}},
      "required": ["a"], "additionalProperties": False},
+    # propertyNames judges every key whatever the other members say: merged as the allOf of them
+    {"allOf": [{"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {"type": "integer"}},
+               {"properties": {"a": {"maximum": 1}, "c": {}}}]},
+    # two copies of a recursive target merged: kept once (else a new allOf at every level)
+    {"$defs": {"c": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 3}},
+                     "additionalProperties": {"anyOf": [{"$ref": "#/$defs/c"}]}},
+               "g": {"properties": {"b": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/c"}]}},
+                     "additionalProperties": True}},
+     "allOf": [{"$ref": "#/$defs/g"}, {"$ref": "#/$defs/c"}]},
+    # allOf of one recursive $ref: compiled as that $ref (a reference node), not inlined per level
+    {"$defs": {"n": {"type": "object", "properties": {
+        "a": {"type": "integer", "minimum": 0, "maximum": 3},
+        "b": {"type": "array", "maxItems": 1, "items": {"allOf": [{"$ref": "#/$defs/n"}]}}},
+        "additionalProperties": False}}, "allOf": [{"$ref": "#/$defs/n"}]},
+    {"allOf": [{"propertyNames": {"maxLength": 1}}, {"propertyNames": {"enum": ["a", "c", "bb"]}},
+               {"type": "object", "properties": {"a": {}, "b": {}, "c": {"type": "null"}}, "required": ["a"]}]},
 ]
 
 
@@ -139,8 +155,8 @@ def test_the_machine_accepts_the_canonical_text_of_valid_values() -> None:
      "/additionalProperties", "'a' is required"),
     ({"allOf": 3}, "/allOf", "non-empty list"),
     ({"allOf": [True, False]}, "/allOf/1", "'false'"),
-    ({"$defs": {"n": {"allOf": [{"$ref": "#/$defs/n"}]}}, "allOf": [{"$ref": "#/$defs/n"}]}, "/$defs/n/allOf/0/$ref",
-     "recursive reference"),
+    ({"$defs": {"n": {"allOf": [{"$ref": "#/$defs/n"}], "type": "object"}}, "allOf": [{"$ref": "#/$defs/n"}]},
+     "/$defs/n/allOf/0/$ref", "recursive reference"),
 ])
 def test_unmergeable_members_are_refused_naming_the_member(schema: dict, pointer: str, fragment: str) -> None:
     with pytest.raises(SpecError) as e:

@@ -36,7 +36,8 @@ def test_unsupported_keyword_names_pointer(node: dict, keyword: str) -> None:
 
 
 BAD_SHAPES = [
-    ({"type": "object", "properties": {"x": {}}, "minProperties": 2}, "/properties/a/minProperties"),
+    ({"type": "object", "properties": {"x": {}}, "minProperties": 2, "additionalProperties": False},
+     "/properties/a/minProperties"),
     ({"type": "object", "properties": {}, "minProperties": 2, "maxProperties": 1}, "/properties/a/maxProperties"),
     ({"type": "object", "properties": {"x": {}}, "dependencies": {"x": 5}},
      "/properties/a/dependencies/x"),
@@ -67,8 +68,8 @@ BAD_SHAPES = [
     ({"type": "string", "minLength": "3"}, "/properties/a/minLength"),
     ({"enum": []}, "/properties/a/enum"),
     ({"enum": "abc"}, "/properties/a/enum"),
-    ({"enum": [{"a": 1}]}, "/properties/a/enum"),
-    ({"const": [1]}, "/properties/a/const"),
+    ({"enum": [{"a": [1, 2]}]}, "/properties/a/enum/0"),
+    ({"const": [1, True]}, "/properties/a/const"),
     ({"enum": [float("nan")]}, "/properties/a/enum"),
     ({"type": "integer", "enum": ["a"]}, "/properties/a/enum"),
     ({"enum": [1, 5], "maximum": 0}, "/properties/a"),

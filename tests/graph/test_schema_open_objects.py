@@ -52,6 +52,10 @@ SCHEMAS: list[dict] = [
     {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["z"], "b": ["a"]},
      "additionalProperties": False},
     {"type": "object", "properties": {"a": {}, "b": {}}, "dependencies": {"a": ["z"]}, "minProperties": 2},
+    # no additionalProperties and a closed reading that admits nothing: open, of any value
+    {"type": "object", "minProperties": 1},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "maxProperties": 3},
+    {"type": "object", "properties": {"a": {}}, "dependencies": {"a": ["z"]}, "minProperties": 3},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
      "additionalProperties": {"type": "object", "properties": {"b": {}}, "maxProperties": 1}},
 ]
