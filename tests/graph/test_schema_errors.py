@@ -14,7 +14,8 @@ def _wrap(node: object) -> dict:
 
 UNSUPPORTED_KEYWORDS = [
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
-    ({"type": "object", "properties": {}, "unevaluatedProperties": False}, "unevaluatedProperties"),
+    ({"type": "object", "properties": {}, "anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+      "unevaluatedProperties": False}, "unevaluatedProperties"),
     ({"type": "array", "items": {"type": "integer"}, "prefixItems": []}, "prefixItems"),
     ({"type": "array", "items": {}, "uniqueItems": True}, "uniqueItems"),
     ({"type": "array", "items": {"type": "integer"}, "contains": {}}, "contains"),
