@@ -213,42 +213,70 @@ MAX_REGEX_MASKS = 4096  # per vocabulary and language: masks kept for reached (s
 def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     """Mask of the plain tokens that continue a pattern string from DFA state q after n characters.
 
-    A plain token's effect depends only on the DFA classes of its characters, so the tokens are
-    grouped once per vocabulary and language into a trie over class sequences (built on the first
-    reached state), and a mask is a walk of that trie from (q, n), pruned at the first character
-    after which no completion fits; masks are kept per reached (q, n)."""
+    A plain token is allowed iff each of its characters is a step of `lang.step` from (q, n): a
+    DFA transition to a state from which some completion still fits the length bounds. Every plain
+    token steps at once (`_plain_chars`: their code points, longest tokens first, so the live ones
+    at a character position are a prefix; the length after j characters is n + j for all of them);
+    masks are kept per reached (q, n)."""
     c = _classes(v)
     key = ("R", lang)
     entry = c.get(key)
     if entry is None:
-        entry = c[key] = {"trie": _class_trie(v, lang), "masks": {}}
+        tids, cps, starts, live = _plain_chars(v)
+        cls = np.searchsorted(np.asarray(lang.starts, dtype=np.int64), cps, side="right") - 1
+        dead = lang.nstates
+        trans = np.array([[t if t >= 0 else dead for t in row] for row in lang.trans] + [[dead] * len(lang.starts)],
+                         dtype=np.int32).reshape(dead + 1, len(lang.starts))
+        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}}
     masks = entry["masks"]
     m = masks.get((q, n))
     if m is not None:
         return m
-    ids: list[int] = []
-    stack = [(entry["trie"], q, n)]
-    while stack:
-        node, st, k = stack.pop()
-        for cl, child in node.items():
-            if cl == TOKEN_END:
-                continue
-            t = lang.trans[st][cl]
-            if t < 0 or (lang.max_len is not None and k + 1 > lang.max_len):
-                continue
-            k1 = lang.norm(k + 1)
-            if not lang.feasible(t, k1):
-                continue
-            tids = child.get(TOKEN_END)
-            if tids:
-                ids.extend(tids)
-            if len(child) > (1 if tids else 0):
-                stack.append((child, t, k1))
-    m = v.mask_from_ids(ids)
+    tids, cps, starts, live = _plain_chars(v)
+    cls, trans = entry["cls"], entry["trans"]
+    dead = trans.shape[0] - 1
+    s = np.full(len(tids), q if 0 <= q < dead else dead, dtype=np.int32)
+    for j, cnt in enumerate(live):
+        k = n + j + 1
+        if lang.max_len is not None and k > lang.max_len:
+            s[:cnt] = dead
+            break
+        feas = entry["feas"].get(lang.norm(k))
+        if feas is None:
+            fm = lang.feasible_mask(lang.norm(k))
+            feas = entry["feas"][lang.norm(k)] = np.array([fm >> t & 1 for t in range(dead)] + [0], dtype=bool)
+        t = trans[s[:cnt], cls[starts[:cnt] + j]]
+        s[:cnt] = np.where(feas[t], t, dead)
+    m = _mask_from_bool(v, tids[s != dead])
     if len(masks) >= MAX_REGEX_MASKS:
         masks.clear()
     masks[(q, n)] = m
     return m
+
+
+def _mask_from_bool(v: TokenVocab, ids: np.ndarray) -> np.ndarray:
+    """`v.mask_from_ids` for many ids at once (a packed boolean row)."""
+    row = np.zeros(v.words * 32, dtype=bool)
+    row[ids] = True
+    return np.packbits(row, bitorder="little").view("<u4").astype(np.uint32).view(np.int32)
+
+
+def _plain_chars(v: TokenVocab) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """The plain tokens (complete UTF-8 string content) as code points, once per vocabulary: token
+    ids ordered by character count (longest first), their code points end to end, each token's
+    start in that row, and per character position how many tokens are that long or longer."""
+    c = _classes(v)
+    hit = c.get("plain_chars")
+    if hit is None:
+        tids = np.nonzero(v.plain_len > 0)[0]
+        tids = tids[np.argsort(-v.plain_len[tids], kind="stable")]
+        texts = [v.token_bytes[t].decode("utf-8") for t in tids.tolist()]
+        lens = v.plain_len[tids].astype(np.int64)
+        cps = np.array([ord(ch) for text in texts for ch in text], dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+        live = [int(np.count_nonzero(lens > j)) for j in range(int(lens.max()) if len(lens) else 0)]
+        hit = c["plain_chars"] = (tids.astype(np.int64), cps, starts, live)
+    return hit
 
 
 def key_mask(machine: Any, v: TokenVocab, cfg: tuple) -> np.ndarray:
@@ -288,24 +316,6 @@ def key_mask(machine: Any, v: TokenVocab, cfg: tuple) -> np.ndarray:
     return out.view(np.int32)
 
 
-def _class_trie(v: TokenVocab, lang: Any) -> dict:
-    """The plain tokens of the vocabulary as a trie over the language's character classes."""
-    import bisect
-
-    starts = lang.starts
-    memo: dict[str, int] = {}
-    trie: dict = {}
-    for tid in np.nonzero(v.plain_len > 0)[0].tolist():
-        node = trie
-        for ch in v.token_bytes[tid].decode("utf-8"):
-            cl = memo.get(ch)
-            if cl is None:
-                cl = memo[ch] = bisect.bisect_right(starts, ord(ch)) - 1
-            node = node.setdefault(cl, {})
-        node.setdefault(TOKEN_END, []).append(tid)
-    return trie
-
-
 def quote_trie(v: TokenVocab) -> dict:
     """The byte trie of the vocabulary's tokens that hold a quote (built once per vocabulary)."""
     c = _classes(v)
@@ -325,59 +335,106 @@ def quote_trie(v: TokenVocab) -> dict:
 
 def body_mask(v: TokenVocab, esc: int, pend: int) -> np.ndarray:
     """Mask of the tokens without a quote whose bytes continue a string body (no length limit) from
-    escape state `esc` and UTF-8 state `pend` (computed once per vocabulary and state)."""
+    escape state `esc` and UTF-8 state `pend` (computed once per vocabulary and state, every token
+    at once by `_body_ends`)."""
     c = _classes(v)
     m = c.get((esc, pend))
     if m is None:
-        stop = set(v.stop_ids)
-        if esc == 0 and pend == 0:  # the plain tokens continue from a clean boundary: test the others only
-            ids = [t for t, b in enumerate(v.token_bytes)
-                   if b and t not in stop and v.plain_len[t] <= 0 and 0x22 not in b and body_continues(b)]
-            m = v.mask_from_ids(ids) | v.plain_mask(None)
+        ok = _body_ends(v, esc, pend)
+        if esc == 0 and pend == 0:  # the plain tokens continue from a clean boundary
+            m = v.mask_from_ids(np.nonzero(ok & (v.plain_len <= 0))[0]) | v.plain_mask(None)
         else:
-            ids = [t for t, b in enumerate(v.token_bytes)
-                   if b and t not in stop and 0x22 not in b and body_continues(b, esc, pend)]
-            m = v.mask_from_ids(ids)
+            m = v.mask_from_ids(np.nonzero(ok)[0])
         c[(esc, pend)] = m
     return m
 
 
+def _body_step(x: int, esc: int, pend: int) -> Optional[tuple[int, int]]:
+    """The (esc, pend) state after byte x of a JSON string body (no length limit), None if x cannot
+    come there: the rules of `TextMachine._string_byte` (escapes, no control characters, UTF-8
+    without overlong forms, surrogates or code points past U+10FFFF)."""
+    if pend:
+        lo, hi = _CONT[pend // 10]
+        return (0, pend % 10 - 1) if lo <= x <= hi else None
+    if esc == 1:
+        if x == ord("u"):
+            return 5, 0
+        return (0, 0) if x in _ESC else None
+    if esc >= 2:
+        return (0 if esc == 2 else esc - 1, 0) if x in _HEX else None
+    if x == 0x22 or x < 0x20:
+        return None
+    if x == 0x5C:
+        return 1, 0
+    if x < 0x80:
+        return 0, 0
+    if 0xC2 <= x <= 0xDF:
+        return 0, 1
+    if 0xE0 <= x <= 0xEF:
+        return 0, 2 + (10 if x == 0xE0 else 20 if x == 0xED else 0)
+    if 0xF0 <= x <= 0xF4:
+        return 0, 3 + (30 if x == 0xF0 else 40 if x == 0xF4 else 0)
+    return None
+
+
 def body_continues(b: bytes, esc: int = 0, pend: int = 0) -> bool:
     """Do the bytes (no quote among them) continue a JSON string body from escape state `esc` and
-    UTF-8 state `pend`, with no length limit? The rules of `TextMachine._string_byte`: escapes, no
-    control characters, UTF-8 without overlong forms, surrogates or code points past U+10FFFF."""
+    UTF-8 state `pend`, with no length limit? (`_body_step` byte by byte; the reference that
+    `_body_ends` computes for the whole vocabulary at once.)"""
+    st: Optional[tuple[int, int]] = (esc, pend)
     for x in b:
-        if pend:
-            lo, hi = _CONT[pend // 10]
-            if not lo <= x <= hi:
-                return False
-            pend = pend % 10 - 1
-        elif esc == 1:
-            if x == ord("u"):
-                esc = 5
-            elif x in _ESC:
-                esc = 0
-            else:
-                return False
-        elif esc >= 2:
-            if x not in _HEX:
-                return False
-            esc = 0 if esc == 2 else esc - 1
-        elif x == 0x22 or x < 0x20:
-            return False
-        elif x == 0x5C:
-            esc = 1
-        elif x < 0x80:
-            pass
-        elif 0xC2 <= x <= 0xDF:
-            pend = 1
-        elif 0xE0 <= x <= 0xEF:
-            pend = 2 + (10 if x == 0xE0 else 20 if x == 0xED else 0)
-        elif 0xF0 <= x <= 0xF4:
-            pend = 3 + (30 if x == 0xF0 else 40 if x == 0xF4 else 0)
-        else:
+        st = _body_step(x, *st) if st is not None else None
+        if st is None:
             return False
     return True
+
+
+def _body_table() -> tuple[dict[tuple[int, int], int], np.ndarray]:
+    """The string-body states reachable by `_body_step`, numbered, and their transition table
+    (row per state, column per byte; the last state is the absorbing 'cannot continue')."""
+    index: dict[tuple[int, int], int] = {}
+    todo = [(e, 0) for e in range(6)]
+    rows: list[list[Optional[tuple[int, int]]]] = []
+    while todo:
+        st = todo.pop()
+        if st in index:
+            continue
+        index[st] = len(rows)
+        row = [_body_step(x, *st) for x in range(256)]
+        rows.append(row)
+        todo.extend(t for t in row if t is not None and t not in index)
+    dead = len(rows)
+    table = np.full((dead + 1, 256), dead, dtype=np.int32)
+    for i, row in enumerate(rows):
+        table[i] = [dead if t is None else index[t] for t in row]
+    return index, table
+
+
+def _body_ends(v: TokenVocab, esc: int, pend: int) -> np.ndarray:
+    """Boolean per token id: is it a non-empty, non-stop token without a quote whose bytes continue a
+    string body from (esc, pend)? All tokens step together through `_body_table`, one byte
+    position at a time (tokens ordered by length, so the live ones are a prefix)."""
+    c = _classes(v)
+    prep = c.get("body")
+    if prep is None:
+        index, table = _body_table()
+        stop = set(v.stop_ids)
+        cand = [t for t, b in enumerate(v.token_bytes) if b and t not in stop and 0x22 not in b]
+        cand.sort(key=lambda t: -len(v.token_bytes[t]))
+        lens = np.array([len(v.token_bytes[t]) for t in cand], dtype=np.int64)
+        flat = np.frombuffer(b"".join(v.token_bytes[t] for t in cand), dtype=np.uint8)
+        starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+        live = [int(np.count_nonzero(lens > j)) for j in range(int(lens.max()) if len(lens) else 0)]
+        prep = c["body"] = (index, table, np.array(cand, dtype=np.int64), flat, starts, live)
+    index, table, cand_ids, flat, starts, live = prep
+    out = np.zeros(v.vocab_size, dtype=bool)
+    if (esc, pend) not in index:
+        return out  # not a state of a string body
+    s = np.full(len(cand_ids), index[(esc, pend)], dtype=np.int32)
+    for j, n in enumerate(live):
+        s[:n] = table[s[:n], flat[starts[:n] + j]]
+    out[cand_ids[s != table.shape[0] - 1]] = True
+    return out
 
 
 def walk(machine: Any, trie: dict, cfgs: frozenset, out: list[int]) -> None:
