@@ -38,7 +38,8 @@ class Vocabulary:
     normalise: Callable[[dict], dict]  # draft-04 exclusive bounds -> numeric form
 
 
-def _json_type(v: Any) -> str:
+def json_type(v: Any) -> str:
+    """The JSON type name of a Python JSON value (integers and fractions are "number")."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -171,7 +172,7 @@ class Overlaps:
                 vals = [v] if k == "const" else v
                 if not isinstance(vals, list):
                     return None
-                if not any(_json_type(x) == t for x in vals):
+                if not any(json_type(x) == t for x in vals):
                     return False
                 out = None
             elif k in self.v.keyword_type:
@@ -274,12 +275,12 @@ class Overlaps:
         for x in ca:
             vals = [x["const"]] if "const" in x else x.get("enum") if "enum" in x else None
             if isinstance(vals, list):
-                return all(any(self._rejects(c, v) for c in ca + cb) for v in vals if _json_type(v) == t)
+                return all(any(self._rejects(c, v) for c in ca + cb) for v in vals if json_type(v) == t)
         return False
 
     def _rejects(self, c: dict, v: Any) -> bool:
         """The plain conjunct `c` surely rejects the value `v`."""
-        t = _json_type(v)
+        t = json_type(v)
         if self._restrict_plain_type(c, v) is False:
             return True
         if "enum" in c and isinstance(c["enum"], list) and _canon(v) not in {_canon(x) for x in c["enum"]}:
@@ -304,7 +305,7 @@ class Overlaps:
         ts = [ts] if isinstance(ts, str) else ts
         if not isinstance(ts, list):
             return None
-        t = _json_type(v)
+        t = json_type(v)
         if t == "number" and "number" not in ts and "integer" in ts:
             n = _number(v)
             return n is not None and n.denominator == 1

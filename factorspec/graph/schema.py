@@ -1288,18 +1288,6 @@ def _resolves(doc: Any, ptr: str) -> bool:
     return True
 
 
-def _json_type(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float, Fraction)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "array" if isinstance(v, list) else "object"
-
-
 def literal_schema(v: Any, ptr: str) -> dict:
     """The schema whose only instance is the JSON value `v` (JSON Schema equality: an object's
     keys in any order, 1 and 1.0 alike). An object is closed with every key required; an array
