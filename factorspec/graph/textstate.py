@@ -773,12 +773,12 @@ class TextMachine:
         return bytes(buf), configs, False
 
     def witness_text(self, configs: frozenset) -> Optional[bytes]:
-        """Text of one valid completion (the solver's witness), for drafting priors."""
-        for _stack, sol in configs:
-            if sol is None:
-                return None
-            return self.spec.canonical_text(self.spec.record_from_assignment(sol.witness)).encode()
-        return None
+        """Text of one valid completion (the solver's witness), for drafting priors: the shortest
+        (then bytewise least) over the configurations, so every process drafts the same branch
+        (a frozenset's order follows hashes, which differ between processes)."""
+        texts = [self.spec.canonical_text(self.spec.record_from_assignment(sol.witness)).encode()
+                 for _stack, sol in configs if sol is not None]
+        return min(texts, key=lambda t: (len(t), t)) if texts else None
 
 
 def decode_byte(esc: int, acc: Any, b: int) -> Any:
