@@ -26,6 +26,7 @@ from typing import Any, Optional, Union
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
+from factorspec.graph.exclusive import exclusive_terms
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     REGULAR,
@@ -687,7 +688,10 @@ class SchemaCompiler:
     # -- anyOf / oneOf ----------------------------------------------------------------------------
     def _union(self, s: dict, keys: set[str], ptr: str, depth: int) -> LayoutNode:
         if "anyOf" in keys and "oneOf" in keys:
-            raise SpecError(f"{ptr}/oneOf", "keyword 'oneOf' beside 'anyOf' is not supported")
+            # both apply: the oneOf as one more allOf member (merged, distributed: all_of.py)
+            rest = {k: v for k, v in s.items() if k != "oneOf"}
+            return self._all_of({**rest, "allOf": list(rest.get("allOf", [])) + [{"oneOf": s["oneOf"]}]},
+                                ptr, depth)
         kw = "anyOf" if "anyOf" in keys else "oneOf"
         alts = s[kw]
         if not isinstance(alts, list) or not alts:
@@ -763,9 +767,12 @@ class SchemaCompiler:
         (each other alternative negated by graph/negation.py), whose alternatives are disjoint by
         construction. Where a negation cannot be compiled, `overlap` stands, with the reason."""
         rest = {k: v for k, v in s.items() if k != "oneOf"}
-        only = [{"allOf": [a] + [{"not": b} for j, b in enumerate(alts) if j != i]} for i, a in enumerate(alts)]
         self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
         try:
+            only = exclusive_terms(self._overlaps(), alts, {k: v for k, v in rest.items()
+                                                            if k in VALIDATION_KEYWORDS}, ptr)
+            if not only:
+                raise EmptySchema(f"{ptr}/oneOf", "every value of each alternative also matches another one")
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)
         except EmptySchema as e:
             raise EmptySchema(f"{ptr}/oneOf", f"no value matches exactly one alternative of this oneOf "
