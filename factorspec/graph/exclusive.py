@@ -159,6 +159,9 @@ class Residuals:
                 return False
             if len(kept) == 1:
                 return kept[0] if isinstance(kept[0], bool) else {"allOf": [kept[0]]}
+            if k == "oneOf" and all(self.ov.disjoint_any(kept[x], kept[y]) for x in range(len(kept))
+                                    for y in range(x + 1, len(kept))):
+                k = "anyOf"  # no two match one value: exactly one is some one (negated without pairs)
             return {k: [{} if m is True else m for m in kept]}
         return {k: v}
 
@@ -198,6 +201,30 @@ class Residuals:
 _MISSING = object()
 
 
+def _negated(r: Any) -> Any:
+    """`not r`, with the complement of `required` and `properties` fused per name where `r` is
+    one plain conjunct whose object keywords are `required`/`properties` only: "n absent or its
+    value fails P[n]" is one optional property of schema `not P[n]` (one layout alternative, not
+    two), and "n present with a value failing P[n]" for the optional ones. Else `{"not": r}`."""
+    if not isinstance(r, dict) or not r or set(r) & (_GROUP - {"properties"} | {"allOf", "$ref", "if", "then",
+                                                                                  "else"} | _OPAQUE):
+        return {"not": r}
+    props = r.get("properties", {})
+    req = r.get("required", [])
+    if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(n, str) for n in req):
+        return {"not": r}
+    parts: list[Any] = [{"not": {k: v}} for k, v in r.items() if k not in ("required", "properties")]
+    for n in dict.fromkeys(req):
+        sub = props.get(n, True)
+        parts.append({"type": "object", "properties": {n: False if sub is True else {"not": sub}}})
+    for n, sub in props.items():
+        if n not in req and sub is not True and sub != {}:
+            parts.append({"type": "object", "required": [n], "properties": {n: {"not": sub}}})
+    if not parts:
+        return False
+    return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+
 def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str) -> list[Any]:
     """The terms "alternative i and no other" of a oneOf (each an allOf), the empty ones left out.
     Raises SpecError past MAX_EXCLUSIVE_ALTERNATIVES."""
@@ -208,7 +235,7 @@ def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str) -> list[Any]
     given = [{"allOf": [a, rest]} if rest else a for a in alts]
     terms: list[Any] = []
     for i, a in enumerate(alts):
-        nots: list[Any] = []
+        rs: list[Any] = []
         empty = False
         for j, b in enumerate(alts):
             if j == i:
@@ -219,8 +246,15 @@ def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str) -> list[Any]
             if r is True:
                 empty = True
                 break
-            nots.append({"not": r})
+            rs.append(r)
         if empty:
+            continue
+        # not r is implied by not r2 where r implies r2 (r2's residual given r is empty): left out
+        keep = [r for x, r in enumerate(rs)
+                if not any(y != x and (res.residual(r, r2) is True and (res.residual(r2, r) is not True or y < x))
+                           for y, r2 in enumerate(rs))]
+        nots = [_negated(r) for r in keep]
+        if any(n is False for n in nots):
             continue
         terms.append({"allOf": [a] + nots} if nots else a)
     return terms

@@ -29,6 +29,7 @@ from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
 from factorspec.graph.exclusive import exclusive_terms
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
+    DISJOINT,
     REGULAR,
     SOME_MEMBER,
     eliminate,
@@ -341,7 +342,11 @@ class SchemaCompiler:
             raise SpecError("", f"a spec must be a JSON object (a JSON Schema), got {type(self.doc).__name__}")
         from factorspec.graph import recursion  # recursive $ref (recursion.py imports this module)
 
-        root = self.node(self.doc, "", 0)
+        token = DISJOINT.set(self._overlaps().disjoint_any)
+        try:
+            root = self.node(self.doc, "", 0)
+        finally:
+            DISJOINT.reset(token)
         recursion.check(root, self._refs)
         return root
 
