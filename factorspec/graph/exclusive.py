@@ -201,33 +201,46 @@ class Residuals:
 _MISSING = object()
 
 
-def _negated(r: Any) -> Any:
-    """`not r`, with the complement of `required` and `properties` fused per name where `r` is
-    one plain conjunct whose object keywords are `required`/`properties` only: "n absent or its
-    value fails P[n]" is one optional property of schema `not P[n]` (one layout alternative, not
-    two), and "n present with a value failing P[n]" for the optional ones. Else `{"not": r}`."""
+def _fusable(r: Any) -> bool:
+    """`r` is one plain conjunct whose object keywords are `required`/`properties` only."""
     if not isinstance(r, dict) or not r or set(r) & (_GROUP - {"properties"} | {"allOf", "$ref", "if", "then",
                                                                                   "else"} | _OPAQUE):
+        return False
+    props, req = r.get("properties", {}), r.get("required", [])
+    return isinstance(props, dict) and isinstance(req, list) and all(isinstance(n, str) for n in req)
+
+
+def _negated(r: Any, keys: set[str] | None = None) -> Any:
+    """`not r`, with the complement of `required` and `properties` fused per name where `r` is
+    `_fusable`: "n absent or its value fails P[n]" is one optional property of schema `not P[n]`
+    (one layout alternative, not two), and "n present with a value failing P[n]" for the
+    optional ones. Else `{"not": r}`. With `keys` (the only keys the alternative's closed layout
+    writes): a required name outside them is absent from every such value, so `not r` holds
+    (True), and an optional one outside them never fails."""
+    if not _fusable(r):
         return {"not": r}
-    props = r.get("properties", {})
-    req = r.get("required", [])
-    if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(n, str) for n in req):
-        return {"not": r}
+    props, req = r.get("properties", {}), r.get("required", [])
     parts: list[Any] = [{"not": {k: v}} for k, v in r.items() if k not in ("required", "properties")]
     for n in dict.fromkeys(req):
+        if keys is not None and n not in keys:
+            return True
         sub = props.get(n, True)
         parts.append({"type": "object", "properties": {n: False if sub is True else {"not": sub}}})
     for n, sub in props.items():
-        if n not in req and sub is not True and sub != {}:
+        if n not in req and sub is not True and sub != {} and (keys is None or n in keys):
             parts.append({"type": "object", "required": [n], "properties": {n: {"not": sub}}})
     if not parts:
         return False
     return parts[0] if len(parts) == 1 else {"anyOf": parts}
 
 
-def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str) -> list[Any]:
+def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str,
+                    layout_keys: list[set[str] | None] | None = None) -> list[Any]:
     """The terms "alternative i and no other" of a oneOf (each an allOf), the empty ones left out.
-    Raises SpecError past MAX_EXCLUSIVE_ALTERNATIVES."""
+    `layout_keys[i]`: the keys alternative i's layout writes where that layout is a closed object
+    (schema.py; an object without additionalProperties is closed, docs/spec.md), else None: the
+    term is then exact on that layout's values (the oneOf as compiled from closed layouts), like
+    schema.SchemaCompiler._separate. Raises SpecError past MAX_EXCLUSIVE_ALTERNATIVES."""
     if len(alts) > MAX_EXCLUSIVE_ALTERNATIVES:
         raise SpecError(f"{ptr}/oneOf", f"a oneOf of {len(alts)} overlapping alternatives (at most "
                         f"{MAX_EXCLUSIVE_ALTERNATIVES} are made exclusive by negation)")
@@ -253,7 +266,10 @@ def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str) -> list[Any]
         keep = [r for x, r in enumerate(rs)
                 if not any(y != x and (res.residual(r, r2) is True and (res.residual(r2, r) is not True or y < x))
                            for y, r2 in enumerate(rs))]
-        nots = [_negated(r) for r in keep]
+        keys = layout_keys[i] if layout_keys is not None else None
+        if keys is not None and not all(_fusable(r) for r in keep):
+            keys = None  # a `not` written whole may declare other keys: no reading by the layout
+        nots = [n for n in (_negated(r, keys) for r in keep) if n is not True]
         if any(n is False for n in nots):
             continue
         terms.append({"allOf": [a] + nots} if nots else a)

@@ -716,6 +716,7 @@ class SchemaCompiler:
                                     "property whose values differ): use anyOf if exclusivity does not matter")
         nodes: list[LayoutNode] = []
         per_alt: list[tuple[LayoutNode, Any]] = []
+        layout_keys: list[set[str] | None] = [None] * len(alts)  # closed object layouts' keys
         empty: SpecError | None = None
         for i, a in enumerate(alts):
             aptr = f"{ptr}/{kw}/{i}"
@@ -733,12 +734,14 @@ class SchemaCompiler:
                                           f"{kw})") from None
                 raise
             per_alt.append((n, a))
+            if isinstance(n, Obj) and n.extra is None:
+                layout_keys[i] = {f.key for f in n.fields}
         if not per_alt:
             last = empty.message if empty else ""
             raise EmptySchema(f"{ptr}/{kw}", f"no alternative of {kw} admits a value (the last: {last})")
         if overlap is not None:
             try:  # exact: "this alternative and no other", by negation
-                return self._exclusive(s, alts, ptr, depth, overlap)
+                return self._exclusive(s, alts, ptr, depth, overlap, layout_keys)
             except EmptySchema:
                 raise
             except SpecError as e:
@@ -767,15 +770,17 @@ class SchemaCompiler:
         self._note(f"{ptr}/oneOf", "oneOf", f"{why}: those types are excluded")
         return self.node({**s, "type": keep[0] if len(keep) == 1 else keep}, ptr, depth + 1)
 
-    def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError) -> LayoutNode:
+    def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError,
+                   layout_keys: list[set[str] | None]) -> LayoutNode:
         """oneOf with overlapping alternatives, exactly: anyOf over "alternative i and no other"
-        (each other alternative negated by graph/negation.py), whose alternatives are disjoint by
-        construction. Where a negation cannot be compiled, `overlap` stands, with the reason."""
+        (each other alternative reduced to what can tell it from i, then negated: exclusive.py,
+        negation.py), whose alternatives are disjoint by construction. Where a negation cannot be
+        compiled, `overlap` stands, with the reason."""
         rest = {k: v for k, v in s.items() if k != "oneOf"}
         self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
         try:
             only = exclusive_terms(self._overlaps(), alts, {k: v for k, v in rest.items()
-                                                            if k in VALIDATION_KEYWORDS}, ptr)
+                                                            if k in VALIDATION_KEYWORDS}, ptr, layout_keys)
             if not only:
                 raise EmptySchema(f"{ptr}/oneOf", "every value of each alternative also matches another one")
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)
