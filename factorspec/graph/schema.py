@@ -711,9 +711,11 @@ class SchemaCompiler:
                 # the schemas may overlap; the layouts may still be separable (below)
                 i, j, t = plan.pair
                 overlap = SpecError(f"{ptr}/oneOf", f"oneOf alternatives #{i} and #{j} may both match one value "
-                                    f"(of type {t}); FactorSpec compiles oneOf only when its alternatives are "
-                                    "disjoint (by type, const/enum values, ranges, patterns, or a required "
-                                    "property whose values differ): use anyOf if exclusivity does not matter")
+                                    f"(of type {t}); FactorSpec compiles such a oneOf exactly, as 'this "
+                                    "alternative and no other' by negation, only where the complements compile "
+                                    "(else the alternatives must be disjoint: by type, const/enum values, ranges, "
+                                    "patterns, or a required property whose values differ): use anyOf if "
+                                    "exclusivity does not matter")
         nodes: list[LayoutNode] = []
         per_alt: list[tuple[LayoutNode, Any]] = []
         layout_keys: list[set[str] | None] = [None] * len(alts)  # closed object layouts' keys
