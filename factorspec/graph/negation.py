@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
@@ -23,7 +24,10 @@ REGULAR = "$fsRegular"  # internal keyword: {"all": [patterns that must match], 
 # internal keyword: a list of conditions, each "some member whose key is not in `except` has a value
 # that matches `patterns[p]` for some pattern p its key matches, else `other`" (some_member.py)
 SOME_MEMBER = "$fsSomeMember"
-MAX_ONE_OF_NEGATED = 8  # not(oneOf) lists every pair of alternatives
+MAX_ONE_OF_NEGATED = 8  # not(oneOf) lists every pair of alternatives not proven disjoint
+# disjointness proofs of the document being compiled (disjoint.Overlaps.disjoint_any), set by the
+# schema compiler: not(oneOf) needs no "some two match" part for pairs proven disjoint
+DISJOINT: ContextVar[Callable[[Any, Any], bool] | None] = ContextVar("factorspec_disjoint", default=None)
 MAX_NEGATION_DEPTH = 32  # negations nest through $ref chains; a cycle must end in an error
 
 _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
@@ -265,11 +269,14 @@ def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
     if len(c) == 1 and k == "oneOf":
         if not isinstance(v, list) or not v:
             raise SpecError(kptr, "oneOf must be a non-empty list of schemas")
-        if len(v) > MAX_ONE_OF_NEGATED:
-            raise SpecError(kptr, f"'not' over a oneOf of {len(v)} alternatives (at most {MAX_ONE_OF_NEGATED})")
+        disjoint = DISJOINT.get()
+        pairs = [_all([v[i], v[j]]) for i in range(len(v)) for j in range(i + 1, len(v))
+                 if disjoint is None or not disjoint(v[i], v[j])]  # a pair proven disjoint never matches
+        if len(v) > MAX_ONE_OF_NEGATED and pairs:
+            raise SpecError(kptr, f"'not' over a oneOf of {len(v)} alternatives that may overlap (at most "
+                            f"{MAX_ONE_OF_NEGATED})")
         # not exactly one: none of them, or some two of them
         none = _all([_negate(m, f"{kptr}/{i}", ctx, depth + 1) for i, m in enumerate(v)])
-        pairs = [_all([v[i], v[j]]) for i in range(len(v)) for j in range(i + 1, len(v))]
         return _any([none] + pairs)
     if len(c) == 1 and k == "allOf":
         if not isinstance(v, list):

@@ -26,8 +26,10 @@ from typing import Any, Optional, Union
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
+from factorspec.graph.exclusive import exclusive_terms
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
+    DISJOINT,
     REGULAR,
     SOME_MEMBER,
     eliminate,
@@ -340,7 +342,11 @@ class SchemaCompiler:
             raise SpecError("", f"a spec must be a JSON object (a JSON Schema), got {type(self.doc).__name__}")
         from factorspec.graph import recursion  # recursive $ref (recursion.py imports this module)
 
-        root = self.node(self.doc, "", 0)
+        token = DISJOINT.set(self._overlaps().disjoint_any)
+        try:
+            root = self.node(self.doc, "", 0)
+        finally:
+            DISJOINT.reset(token)
         recursion.check(root, self._refs)
         return root
 
@@ -687,7 +693,10 @@ class SchemaCompiler:
     # -- anyOf / oneOf ----------------------------------------------------------------------------
     def _union(self, s: dict, keys: set[str], ptr: str, depth: int) -> LayoutNode:
         if "anyOf" in keys and "oneOf" in keys:
-            raise SpecError(f"{ptr}/oneOf", "keyword 'oneOf' beside 'anyOf' is not supported")
+            # both apply: the oneOf as one more allOf member (merged, distributed: all_of.py)
+            rest = {k: v for k, v in s.items() if k != "oneOf"}
+            return self._all_of({**rest, "allOf": list(rest.get("allOf", [])) + [{"oneOf": s["oneOf"]}]},
+                                ptr, depth)
         kw = "anyOf" if "anyOf" in keys else "oneOf"
         alts = s[kw]
         if not isinstance(alts, list) or not alts:
@@ -702,11 +711,14 @@ class SchemaCompiler:
                 # the schemas may overlap; the layouts may still be separable (below)
                 i, j, t = plan.pair
                 overlap = SpecError(f"{ptr}/oneOf", f"oneOf alternatives #{i} and #{j} may both match one value "
-                                    f"(of type {t}); FactorSpec compiles oneOf only when its alternatives are "
-                                    "disjoint (by type, const/enum values, ranges, patterns, or a required "
-                                    "property whose values differ): use anyOf if exclusivity does not matter")
+                                    f"(of type {t}); FactorSpec compiles such a oneOf exactly, as 'this "
+                                    "alternative and no other' by negation, only where the complements compile "
+                                    "(else the alternatives must be disjoint: by type, const/enum values, ranges, "
+                                    "patterns, or a required property whose values differ): use anyOf if "
+                                    "exclusivity does not matter")
         nodes: list[LayoutNode] = []
         per_alt: list[tuple[LayoutNode, Any]] = []
+        layout_keys: list[set[str] | None] = [None] * len(alts)  # closed object layouts' keys
         empty: SpecError | None = None
         for i, a in enumerate(alts):
             aptr = f"{ptr}/{kw}/{i}"
@@ -724,12 +736,14 @@ class SchemaCompiler:
                                           f"{kw})") from None
                 raise
             per_alt.append((n, a))
+            if isinstance(n, Obj) and n.extra is None:
+                layout_keys[i] = {f.key for f in n.fields}
         if not per_alt:
             last = empty.message if empty else ""
             raise EmptySchema(f"{ptr}/{kw}", f"no alternative of {kw} admits a value (the last: {last})")
         if overlap is not None:
             try:  # exact: "this alternative and no other", by negation
-                return self._exclusive(s, alts, ptr, depth, overlap)
+                return self._exclusive(s, alts, ptr, depth, overlap, layout_keys)
             except EmptySchema:
                 raise
             except SpecError as e:
@@ -758,14 +772,19 @@ class SchemaCompiler:
         self._note(f"{ptr}/oneOf", "oneOf", f"{why}: those types are excluded")
         return self.node({**s, "type": keep[0] if len(keep) == 1 else keep}, ptr, depth + 1)
 
-    def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError) -> LayoutNode:
+    def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError,
+                   layout_keys: list[set[str] | None]) -> LayoutNode:
         """oneOf with overlapping alternatives, exactly: anyOf over "alternative i and no other"
-        (each other alternative negated by graph/negation.py), whose alternatives are disjoint by
-        construction. Where a negation cannot be compiled, `overlap` stands, with the reason."""
+        (each other alternative reduced to what can tell it from i, then negated: exclusive.py,
+        negation.py), whose alternatives are disjoint by construction. Where a negation cannot be
+        compiled, `overlap` stands, with the reason."""
         rest = {k: v for k, v in s.items() if k != "oneOf"}
-        only = [{"allOf": [a] + [{"not": b} for j, b in enumerate(alts) if j != i]} for i, a in enumerate(alts)]
         self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
         try:
+            only = exclusive_terms(self._overlaps(), alts, {k: v for k, v in rest.items()
+                                                            if k in VALIDATION_KEYWORDS}, ptr, layout_keys)
+            if not only:
+                raise EmptySchema(f"{ptr}/oneOf", "every value of each alternative also matches another one")
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)
         except EmptySchema as e:
             raise EmptySchema(f"{ptr}/oneOf", f"no value matches exactly one alternative of this oneOf "
