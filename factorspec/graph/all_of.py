@@ -20,7 +20,9 @@ from fractions import Fraction
 from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
+from factorspec.graph.regex_lang import pattern_lang
 from factorspec.graph.negation import (
+    OBJECT_LAYERS,
     REGULAR,
     SOME_MEMBER,
     eliminate,
@@ -43,7 +45,8 @@ _MAX_COUNT = ("maxLength", "maxItems", "maxProperties", "maxContains")
 _EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "unevaluatedItems",
                "unevaluatedProperties", "dependentSchemas")
 _REFUSED = ("$dynamicRef", "$recursiveRef")  # not/if/then/else: rewritten first (negation.py)
-_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required")
+_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required", OBJECT_LAYERS)
+_LAYER_KEYS = ("properties", "patternProperties", "additionalProperties")
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
 
@@ -392,13 +395,10 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
         if not isinstance(req, list):
             raise SpecError(f"{mptr}/required", "required must be a list of names")
         required += [k for k in req if k not in required]
-    patterned = [(m, mptr) for m, mptr in objs if "patternProperties" in m or "propertyNames" in m]
-    if patterned and len(objs) > 1:
-        m, mptr = patterned[0]
-        k = "patternProperties" if "patternProperties" in m else "propertyNames"
-        raise SpecError(f"{mptr}/{k}", f"{k!r} in one allOf member beside another member's object keywords "
-                        "cannot be merged exactly")
-    if patterned:
+    patterned = [(m, mptr) for m, mptr in objs if "patternProperties" in m or OBJECT_LAYERS in m]
+    if patterned and (len(objs) > 1 or OBJECT_LAYERS in patterned[0][0]):
+        out[OBJECT_LAYERS] = _layers(objs, required, ptr)
+    elif patterned:
         m, _ = objs[0]
         for k in _OBJECT_KEYS:
             if k in m and k != "required":
@@ -457,6 +457,38 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
             out["additionalProperties"] = True
     if required:
         out["required"] = required
+
+
+def _layers(objs: list[tuple[dict, str]], required: list[str], ptr: str) -> list[dict]:
+    """The members' object keywords as layers (OBJECT_LAYERS), each judging every key as its member
+    wrote it: merging them into one properties/patternProperties/additionalProperties would need the
+    complement of one member's patterns as another pattern, so the layout compiler applies them all
+    (schema.py `_patterned`). A required key that some layer forbids makes the alternative empty."""
+    layers: list[dict] = []
+    seen: set[str] = set()
+    for m, mptr in objs:
+        here = list(m.get(OBJECT_LAYERS, []))
+        if any(k in m for k in _LAYER_KEYS):
+            here.append({"at": mptr, **{k: m[k] for k in _LAYER_KEYS if k in m}})
+        for layer in here:
+            key = _canon({k: v for k, v in layer.items() if k != "at"})
+            if key not in seen:
+                seen.add(key)
+                layers.append(layer)
+    for layer in layers:
+        at = layer.get("at", ptr)
+        props, pats = layer.get("properties", {}), layer.get("patternProperties", {})
+        if not isinstance(props, dict) or not isinstance(pats, dict):
+            raise SpecError(at, "properties and patternProperties must be objects")
+        if layer.get("additionalProperties", True) is not False:
+            continue
+        for k in required:
+            if k in props or any(pattern_lang(p, f"{at}/patternProperties").matches(k) for p in pats):
+                continue
+            raise NoValue(f"{at}/additionalProperties", f"property {k!r} is required but this allOf member's "
+                          "additionalProperties false forbids it (it is not in its properties and matches none of "
+                          "its patternProperties)")
+    return layers
 
 
 def _common_values(parts: list[Any]) -> list[Any] | None:

@@ -28,6 +28,7 @@ from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
+    OBJECT_LAYERS,
     REGULAR,
     SOME_MEMBER,
     eliminate,
@@ -71,12 +72,13 @@ VALIDATION_KEYWORDS = {
     "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
     REGULAR,  # internal (negation.py, all_of.py): patterns that must and must not match
     SOME_MEMBER,  # internal (negation.py, some_member.py): some member fails a negated object's schemas
+    OBJECT_LAYERS,  # internal (all_of.py): the object keywords of an allOf's members, each applied to every key
 }
 # keywords that only constrain instances of one JSON type (a no-op on the others)
 _TYPE_SPECIFIC = {
     "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
                "maxProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
-               "unevaluatedProperties", SOME_MEMBER},
+               "unevaluatedProperties", SOME_MEMBER, OBJECT_LAYERS},
     "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
               "minContains", "maxContains", "unevaluatedItems"},
     "string": {"minLength", "maxLength", "pattern", REGULAR},
@@ -88,7 +90,7 @@ MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at 
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
-               "dependentRequired", "dependencies", "patternProperties", "propertyNames"},
+               "dependentRequired", "dependencies", "patternProperties", "propertyNames", OBJECT_LAYERS},
     "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
@@ -891,7 +893,7 @@ class SchemaCompiler:
         return Scalar(ptr, "enum", values=out)
 
     def _object(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
-        if "patternProperties" in keys or "propertyNames" in keys:
+        if "patternProperties" in keys or "propertyNames" in keys or OBJECT_LAYERS in keys:
             return self._patterned(s, keys, ptr, depth)
         props = s.get("properties", {})
         if not isinstance(props, dict):
@@ -991,54 +993,91 @@ class SchemaCompiler:
             raise SpecError(ptr, f"{e.message} (in the allOf of the schemas that apply to one member: "
                             f"{', '.join(p for _, p in schemas)})") from None
 
+    def _layers(self, s: dict, ptr: str) -> list[tuple[dict, list[tuple[str, Any, str]], Any, str]]:
+        """The object layers of `s`: OBJECT_LAYERS (an allOf's members, all_of.py) and its own
+        properties/patternProperties/additionalProperties, each as (properties, patterns, the
+        additionalProperties as written or None when absent, pointer)."""
+        out = []
+        own = {k: s[k] for k in ("properties", "patternProperties", "additionalProperties") if k in s}
+        raw = s.get(OBJECT_LAYERS, [])
+        if not isinstance(raw, list):
+            raise SpecError(ptr, f"internal keyword {OBJECT_LAYERS} must be a list")
+        for layer in list(raw) + ([{"at": ptr, **own}] if own or not raw else []):
+            at = layer.get("at", ptr)
+            props = layer.get("properties", {})
+            if not isinstance(props, dict):
+                raise SpecError(f"{at}/properties", "properties must be an object")
+            pp = layer.get("patternProperties", {})
+            if not isinstance(pp, dict):
+                raise SpecError(f"{at}/patternProperties", "patternProperties must be an object")
+            pats = [(p, x, f"{at}/patternProperties/{escape_pointer(p)}") for p, x in pp.items()]
+            out.append((props, pats, layer.get("additionalProperties"), at))
+        return out
+
     def _patterned(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
-        """An object with patternProperties and/or propertyNames, exactly: each member's value takes
-        the allOf of properties[key] and every pattern the key matches (additionalProperties where
-        none applies), every key must satisfy propertyNames; extra keys come from the product
-        automaton of the patterns (`KeySpace`)."""
-        props = s.get("properties", {})
-        if not isinstance(props, dict):
-            raise SpecError(f"{ptr}/properties", "properties must be an object")
+        """An object with patternProperties and/or propertyNames (or the object layers of an allOf),
+        exactly: each member's value takes, in every layer, the allOf of properties[key] and every
+        pattern the key matches (that layer's additionalProperties where none applies); every key
+        must satisfy propertyNames; extra keys come from the product automaton of all the layers'
+        patterns (`KeySpace`). An extra key is allowed where some layer opens it (a pattern it
+        matches, or additionalProperties true or a schema) and no layer forbids it."""
         req = s.get("required", [])
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
             raise SpecError(f"{ptr}/required", "required must be a list of strings")
-        pp = s.get("patternProperties", {})
-        if not isinstance(pp, dict):
-            raise SpecError(f"{ptr}/patternProperties", "patternProperties must be an object")
         for kw in ("dependencies", "dependentRequired"):
             if kw in keys:
                 raise SpecError(f"{ptr}/{kw}", f"{kw} beside patternProperties/propertyNames is not supported")
-        pats = [(p, x, f"{ptr}/patternProperties/{escape_pointer(p)}") for p, x in pp.items()]
-        dfas = [compile_pattern(p, pp_ptr) for p, _, pp_ptr in pats]
+        layers = self._layers(s, ptr)
+        pats = [(p, x, pptr, li) for li, (_, lp, _, _) in enumerate(layers) for p, x, pptr in lp]
+        dfas = [compile_pattern(p, pp_ptr) for p, _, pp_ptr, _ in pats]
         pn_dfa, pn_lo, pn_hi = self._key_names(s.get("propertyNames", True), f"{ptr}/propertyNames", depth)
         names = StringLang(pn_dfa, bool, pn_lo, pn_hi, f"{ptr}/propertyNames")
 
         def sig_of(key: str) -> frozenset[int]:
             return frozenset(i for i, d in enumerate(dfas) if d.labels[d.run(key)] is True)
 
-        ap = s.get("additionalProperties", False)
-        explicit_closed = ap is False and "additionalProperties" in s
-        if ap is not False and not self.open_objects:
+        def parts_of(key: Optional[str], sg: frozenset[int]) -> tuple[list[tuple[Any, str]], bool]:
+            """The schemas a member's value must match (every layer's) and whether a layer opens
+            the key (lists it, a pattern matches it, or additionalProperties true or a schema)."""
+            parts: list[tuple[Any, str]] = []
+            opened = False
+            for li, (props, _, ap, at) in enumerate(layers):
+                here = ([(props[key], f"{at}/properties/{escape_pointer(key)}")] if key in props else []) + \
+                    [(pats[i][1], pats[i][2]) for i in sorted(sg) if pats[i][3] == li]
+                if here:
+                    parts += here
+                    opened = True
+                elif ap is not None:
+                    parts.append((ap, f"{at}/additionalProperties"))
+                    opened |= ap is not False and self.open_objects
+            once: list[tuple[Any, str]] = []
+            seen: set[str] = set()
+            for x, xp in parts:
+                c = json.dumps(x, sort_keys=True, default=str)
+                if x is not True and x != {} and c not in seen:
+                    seen.add(c)
+                    once.append((x, xp))
+            return once, opened
+
+        if not self.open_objects and any(ap not in (None, False) for _, _, ap, _ in layers):
             self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
-            ap = False
+        declared_order = [k for props, _, _, _ in layers for k in props] + list(req)
         fields: list[Field] = []
-        for k in list(props) + [r for r in dict.fromkeys(req) if r not in props]:
-            kptr = f"{ptr}/properties/{escape_pointer(k)}" if k in props else f"{ptr}/required"
+        for k in dict.fromkeys(declared_order):
+            kptr = next((f"{at}/properties/{escape_pointer(k)}" for props, _, _, at in layers if k in props),
+                        f"{ptr}/required")
             if not names.matches(k):
                 if k in req:
                     raise EmptySchema(f"{ptr}/propertyNames", f"required property {k!r} breaks propertyNames: "
                                       "no object fits")
                 self._note(kptr, "", "its name breaks propertyNames: the property is left out")
                 continue
-            parts = ([(props[k], kptr)] if k in props else []) + [(pats[i][1], pats[i][2]) for i in sorted(sig_of(k))]
+            parts, opened = parts_of(k, sig_of(k))
             try:
                 if parts:
                     node = self._value_of(parts, kptr, depth)
-                elif ap is not False:
-                    node = self.node(ap, f"{ptr}/additionalProperties", depth + 1)
-                elif explicit_closed:
-                    raise EmptySchema(f"{ptr}/required", f"required property {k!r} is not in properties, matches "
-                                      "no patternProperties and additionalProperties is false: no object fits")
+                elif opened or any(k in props for props, _, _, _ in layers):
+                    node = Scalar(kptr, "any")
                 else:
                     self._note(ptr, "required", f"required property {k!r} is not in properties: any value")
                     node = Scalar(kptr, "any")
@@ -1052,21 +1091,20 @@ class SchemaCompiler:
         prod = product([pn_dfa] + dfas, ptr)
         sigs: list[frozenset[int]] = []
         values: list[LayoutNode] = []
+        tried: set[frozenset[int]] = set()
         for lab in dict.fromkeys(prod.labels):
             assert isinstance(lab, tuple)
             if not lab[0]:
                 continue
             sg = frozenset(i for i, m in enumerate(lab[1:]) if m)
-            if sg in sigs:
+            if sg in tried:
                 continue
+            tried.add(sg)
+            parts, opened = parts_of(None, sg)
+            if not opened:
+                continue  # no layer opens these keys (additionalProperties false or absent: closed)
             try:
-                if sg:
-                    node = self._value_of([(pats[i][1], pats[i][2]) for i in sorted(sg)], f"{ptr}/patternProperties",
-                                          depth)
-                elif ap is not False:
-                    node = self.node(ap, f"{ptr}/additionalProperties", depth + 1)
-                else:
-                    continue  # a key no pattern matches: additionalProperties closes it
+                node = self._value_of(parts, f"{ptr}/patternProperties", depth) if parts else Scalar(ptr, "any")
             except EmptySchema as e:
                 self._note(ptr, "patternProperties", f"keys matching patterns {sorted(sg)} admit no value "
                            f"({e.message}): no such member")
@@ -1078,7 +1116,7 @@ class SchemaCompiler:
         def accepts(lab: Any) -> bool:
             return bool(lab[0]) and frozenset(i for i, m in enumerate(lab[1:]) if m) in allowed
 
-        declared = frozenset(props) | frozenset(req)
+        declared = frozenset(declared_order)
         space = KeySpace(StringLang(prod, accepts, pn_lo, pn_hi, ptr), sigs, values, declared) if sigs else None
         if space is not None and not space.more_keys(frozenset()):
             space = None
