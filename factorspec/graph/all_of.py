@@ -433,13 +433,16 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
                     raise NoValue(f"{forbidden}/additionalProperties", f"property {k!r} is required but "
                                   "this allOf member's additionalProperties false forbids it (a member's "
                                   "additionalProperties judges the properties it does not list itself)")
+                if forbidden is None:
+                    props_out[k] = False  # declared as admitting nothing: else extra members would take it
                 continue  # forbidden by a member: the merged object cannot have it
             values = _common_values(parts) if len(parts) > 1 else None
             if values is not None and not values:
                 if k in required:
                     raise NoValue(f"{ptr}/properties/{k}", f"allOf members give required property {k!r} no "
                                   "const/enum value in common")
-                continue  # no value fits: the merged object cannot have it
+                props_out[k] = False  # no value fits: the merged object cannot have it (nor an extra member)
+                continue
             if values is not None:
                 props_out[k] = {"enum": values}
                 continue
@@ -493,14 +496,24 @@ def _layers(objs: list[tuple[dict, str]], required: list[str], ptr: str) -> list
 
 def _common_values(parts: list[Any]) -> list[Any] | None:
     """The values common to property schemas that are plain value sets (const, enum, a value
-    exclusion), found while merging so that a contradicting alternative is dropped early; None
-    when some part is anything else (merged later, by the layout compiler)."""
+    exclusion, type), found while merging so that a contradicting alternative is dropped early;
+    None when some part is anything else (merged later, by the layout compiler), unless the plain
+    parts alone already have no value in common (then no value fits whatever the others say)."""
     allowed: dict[str, Any] | None = None
     excluded: set[str] = set()
     integers = False
+    types: set[str] | None = None  # a `type` beside the values filters them (JSON Schema's own test)
+    other = False  # some part is not a plain value set: only "no value in common" is sure then
     for p in parts:
-        if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "title", "description"}:
-            return None
+        if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "type", "title", "description"}:
+            other = True
+            continue
+        if "type" in p:
+            t = p["type"]
+            ts = [t] if isinstance(t, str) else t
+            if not isinstance(ts, list) or not all(isinstance(x, str) and x in _TYPES for x in ts):
+                return None
+            types = set(ts) if types is None else types & set(ts)
         if "not" in p:
             if not is_value_exclusion(p["not"]):
                 return None
@@ -515,7 +528,19 @@ def _common_values(parts: list[Any]) -> list[Any] | None:
                 allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
     if allowed is None:
         return None
-    return [v for c, v in allowed.items() if c not in excluded and not (integers and _is_integral(v))]
+    values = [v for c, v in allowed.items() if c not in excluded and not (integers and _is_integral(v))
+              and (types is None or any(_has_type(v, t) for t in types))]
+    return None if other and values else values
+
+
+def _has_type(v: Any, t: str) -> bool:
+    """JSON Schema's type test for a const/enum value (1.0 is an integer, true is not a number)."""
+    if t == "integer":
+        return _is_integral(v)
+    if t == "number":
+        return not isinstance(v, bool) and isinstance(v, (int, float, Fraction))
+    return {"null": v is None, "boolean": isinstance(v, bool), "string": isinstance(v, str),
+            "array": isinstance(v, list), "object": isinstance(v, dict)}[t]
 
 
 def _merge_items(members: list[tuple[dict, str]], out: dict) -> None:

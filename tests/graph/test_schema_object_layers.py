@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from factorspec.errors import SpecError
 from factorspec.graph import compile_spec
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.negation import OBJECT_LAYERS
@@ -119,3 +120,27 @@ def test_the_merge_keeps_each_member_as_a_layer() -> None:
     assert [x["at"] for x in merged[OBJECT_LAYERS]] == ["/allOf/0", "/allOf/1"]
     cs = compile_spec({"type": "object", **s})
     assert cs.check({"b": 1}) == [] and cs.check({"a": 1}) != []  # member 2 forbids "a"
+
+
+def test_a_property_no_value_fits_stays_out_of_an_open_object() -> None:
+    """Members whose const values for a key differ: the key is declared `false`, not dropped (an
+    open object would otherwise take it back as an extra member of any value)."""
+    s = {"type": "object", "allOf": [{"properties": {"a": {"const": 1}}}, {"properties": {"a": {"const": 2}}}]}
+    cs = compile_spec(s)
+    assert cs.check({}) == [] and cs.check({"a": 5}) != [] and cs.check({"a": 1}) != []
+    with pytest.raises(SpecError, match="must then be absent"):
+        compile_spec({**s, "additionalProperties": True})
+
+
+def test_typed_enum_parts_prune_contradicting_alternatives() -> None:
+    """A discriminator beside typed enums: `type` filters the const/enum values while merging, so
+    the many if/then members of one allOf cost about their number (not 2 to that power)."""
+    members = [{"if": {"properties": {"k": {"const": f"v{i}"}}},
+                "then": {"properties": {f"p{i}": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}}
+               for i in range(12)]
+    s = {"type": "object", "properties": {"k": {"type": "string", "enum": [f"v{i}" for i in range(12)]}},
+         "required": ["k"], "additionalProperties": True, "allOf": members}
+    cs = compile_spec(s)
+    validator = jsonschema.Draft7Validator(s)
+    for v in [{"k": "v3", "p3": 1}, {"k": "v3", "p3": None}, {"k": "v3", "p4": None}, {"k": "x"}, {"k": 3}]:
+        assert (cs.check(v) == []) == validator.is_valid(v), v
