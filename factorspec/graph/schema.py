@@ -230,12 +230,21 @@ class KeySpace:
 
     def __post_init__(self) -> None:
         self._index = {sg: i for i, sg in enumerate(self.sigs)}
+        self._memo: dict[int, int] = {}
         self._declared_in = frozenset(k for k in self.declared if self.lang.matches(k))
 
     def value_index(self, key: str) -> int:
-        lab = self.lang.dfa.labels[self.lang.dfa.run(key)]
-        assert isinstance(lab, tuple)
-        return self._index[frozenset(i for i, m in enumerate(lab[1:]) if m)]
+        return self.index_at(self.lang.dfa.run(key))
+
+    def index_at(self, q: int) -> int:
+        """The value node's index for the keys ending in DFA state q (the text machine knows q at
+        a key's end: running the DFA over the key again would cost its length at every byte)."""
+        got = self._memo.get(q)
+        if got is None:
+            lab = self.lang.dfa.labels[q]
+            assert isinstance(lab, tuple)
+            got = self._memo[q] = self._index[frozenset(i for i, m in enumerate(lab[1:]) if m)]
+        return got
 
     def value_node(self, key: str) -> Optional[LayoutNode]:
         if key in self.declared or not self.lang.matches(key):
