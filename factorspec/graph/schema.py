@@ -1033,9 +1033,6 @@ class SchemaCompiler:
         req = s.get("required", [])
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
             raise SpecError(f"{ptr}/required", "required must be a list of strings")
-        for kw in ("dependencies", "dependentRequired"):
-            if kw in keys:
-                raise SpecError(f"{ptr}/{kw}", f"{kw} beside patternProperties/propertyNames is not supported")
         layers = self._layers(s, ptr)
         pats = [(p, x, pptr, li) for li, (_, lp, _, _) in enumerate(layers) for p, x, pptr in lp]
         dfas = [compile_pattern(p, pp_ptr) for p, _, pp_ptr, _ in pats]
@@ -1133,14 +1130,15 @@ class SchemaCompiler:
         hi = _nonneg_int(s["maxProperties"], ptr, "maxProperties") if "maxProperties" in keys else None
         if hi is not None and hi < lo:
             raise EmptySchema(f"{ptr}/maxProperties", f"maxProperties {hi} < minProperties {lo}: no object fits")
-        rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi, {},
+        deps = self._declared_dependencies(s, keys, ptr, fields, frozenset(declared_order))
+        rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi, deps,
                             space is not None)
         if space is None:
             self._note(ptr, "patternProperties", "no extra member is possible: the object is closed")
             out = Obj(ptr, fields, None)
         else:
             out = Obj(ptr, fields, space.values[0], keys=space)
-            if rules.constrains() and space.lang.count(space.lang.start, 0, 1 << 20) < 1 << 20:
+            if (lo > 0 or hi is not None) and space.lang.count(space.lang.start, 0, 1 << 20) < 1 << 20:
                 raise SpecError(f"{ptr}/{'minProperties' if 'minProperties' in keys else 'maxProperties'}",
                                 "minProperties/maxProperties beside a finite set of pattern keys is not supported")
         if not rules.constrains():
@@ -1148,6 +1146,34 @@ class SchemaCompiler:
         if not rules.viable(0, 0, 0):
             raise EmptySchema(f"{ptr}/minProperties", f"no object fits: minProperties {lo}, maxProperties {hi}")
         out.rules = rules
+        return out
+
+    def _declared_dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field],
+                               declared: frozenset[str]) -> dict[int, int]:
+        """dependentRequired (and the array form of `dependencies`) of an object with patterns, as
+        field index -> bitmask of the fields its presence requires: exact where every name is a
+        declared field (a declared name is never an extra member); a name only an extra member
+        could be (a pattern key) is refused."""
+        index = {f.key: i for i, f in enumerate(fields)}
+        out: dict[int, int] = {}
+        for kw in ("dependencies", "dependentRequired"):
+            if kw not in keys:
+                continue
+            deps = s[kw]
+            if not isinstance(deps, dict):
+                raise SpecError(f"{ptr}/{kw}", f"{kw} must be an object")
+            for a, bs in deps.items():
+                aptr = f"{ptr}/{kw}/{escape_pointer(a)}"
+                if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
+                    raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames takes lists of names only")
+                if a not in index and a in declared:
+                    continue  # a declared property left out (no value fits): never present
+                names = [a] + [b for b in bs if b != a]
+                bad = [x for x in names if x not in index]
+                if bad:
+                    raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames is supported only between "
+                                    f"declared properties ({bad[0]!r} is not one that can be present)")
+                out[index[a]] = out.get(index[a], 0) | sum(1 << index[b] for b in names[1:])
         return out
 
     def _dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field], extra: Optional[LayoutNode],

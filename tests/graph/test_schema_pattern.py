@@ -276,6 +276,10 @@ OBJECT_SCHEMAS: list[dict] = [
      "additionalProperties": True},
     {"type": "object", "patternProperties": {'"|\\\\': {"type": "string"}}, "additionalProperties": False,
      "minProperties": 1},
+    # dependencies between declared properties beside patterns (ObjectRules over the fields)
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "aa": {}},
+     "patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+     "dependentRequired": {"a": ["b"], "aa": ["a"]}},
 ]
 
 
@@ -371,8 +375,10 @@ def test_finite_key_language_closes_when_used_up() -> None:
 @pytest.mark.parametrize("doc,pointer,needle", [
     ({"type": "object", "patternProperties": {"(?=x)": {}}}, "/patternProperties/(?=x)", "lookaround"),
     ({"type": "object", "propertyNames": {"type": "integer"}}, "/propertyNames", "strings"),
-    ({"type": "object", "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["b"]}}, "/dependentRequired",
-     "not supported"),
+    ({"type": "object", "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["b"]}}, "/dependentRequired/a",
+     "only between declared properties"),
+    ({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["x1"]}},
+     "/dependentRequired/a", "'x1' is not one that can be present"),
     ({"type": "object", "propertyNames": {"enum": ["a"]}, "additionalProperties": True, "minProperties": 1},
      "/minProperties", "finite"),
 ])
