@@ -255,6 +255,11 @@ class KeySpace:
         return [e for e in excluded if e.startswith(prefix) and (e in self._declared_in or e not in self.declared)
                 and self.lang.matches(e)]
 
+    def at_least(self, n: int) -> bool:
+        """Has the language at least n keys that are not declared (possible extra members)?"""
+        d = len(self._declared_in)
+        return self.lang.count(self.lang.start, 0, n + d) - d >= n
+
     def more_keys(self, used: frozenset) -> bool:
         """Is some key of the language neither declared nor used (may another member start)?"""
         taken = len(self._declared_in) + len(used - self.declared)
@@ -1138,9 +1143,13 @@ class SchemaCompiler:
             out = Obj(ptr, fields, None)
         else:
             out = Obj(ptr, fields, space.values[0], keys=space)
-            if (lo > 0 or hi is not None) and space.lang.count(space.lang.start, 0, 1 << 20) < 1 << 20:
+            # the property-count rules take the extra members as unlimited: exact while at least
+            # minProperties distinct extra keys exist (then minProperties is reachable from every
+            # state, each used key leaving as many fewer to reach); maxProperties only forbids more
+            if lo > 0 and not space.at_least(lo):
                 raise SpecError(f"{ptr}/{'minProperties' if 'minProperties' in keys else 'maxProperties'}",
-                                "minProperties/maxProperties beside a finite set of pattern keys is not supported")
+                                f"minProperties {lo} beside a finite set of fewer than {lo} possible pattern keys "
+                                "is not supported")
         if not rules.constrains():
             return out
         if not rules.viable(0, 0, 0):

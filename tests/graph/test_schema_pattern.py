@@ -280,6 +280,11 @@ OBJECT_SCHEMAS: list[dict] = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "aa": {}},
      "patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": {"type": "string"},
      "dependentRequired": {"a": ["b"], "aa": ["a"]}},
+    # property counts over a finite key language with at least minProperties keys
+    {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": True, "minProperties": 1,
+     "maxProperties": 1},
+    {"type": "object", "patternProperties": {"^a$|^b1?$": {"type": "integer"}}, "properties": {"a": {"minimum": 0}},
+     "additionalProperties": False, "minProperties": 2},
 ]
 
 
@@ -379,7 +384,7 @@ def test_finite_key_language_closes_when_used_up() -> None:
      "only between declared properties"),
     ({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["x1"]}},
      "/dependentRequired/a", "'x1' is not one that can be present"),
-    ({"type": "object", "propertyNames": {"enum": ["a"]}, "additionalProperties": True, "minProperties": 1},
+    ({"type": "object", "propertyNames": {"enum": ["a"]}, "additionalProperties": True, "minProperties": 2},
      "/minProperties", "finite"),
 ])
 def test_refused_object_pattern_shapes(doc: dict, pointer: str, needle: str) -> None:
