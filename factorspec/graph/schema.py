@@ -991,7 +991,47 @@ class SchemaCompiler:
             if not words:
                 raise EmptySchema(ptr, "no string is allowed as a property name")
             return literal_set_dfa(words), 0, None
-        raise SpecError(ptr, "propertyNames must describe strings (pattern, minLength/maxLength, enum or const)")
+        if isinstance(node, Scalar) and node.kind == "union":
+            union = self._key_name_union(node, ptr)
+            if union is not None:
+                return union, 0, None
+        raise SpecError(ptr, "propertyNames must describe strings (pattern, minLength/maxLength, enum or const, "
+                        "or an anyOf/oneOf of those without length bounds)")
+
+    def _key_name_union(self, node: Scalar, ptr: str) -> Optional[Dfa]:
+        """propertyNames that compiled to a union of string languages (an anyOf/oneOf of patterns or
+        string enums): the product automaton, accepting where some alternative accepts. None when an
+        alternative is not a string language or has length bounds (one DFA cannot keep apart the
+        bounds of different alternatives)."""
+        parts: list[tuple[Dfa, Any]] = []
+        for a in node.alts:
+            if isinstance(a, (Obj, Arr)) or (isinstance(a, Scalar) and a.kind in ("number", "integer", "fixed")):
+                continue  # a key is a string: an alternative of another type never matches one
+            if not isinstance(a, Scalar):
+                return None
+            if a.kind == "any":
+                return any_string_dfa()
+            if a.kind == "string" and a.min_len == 0 and a.max_len is None:
+                if a.lang is None:
+                    return any_string_dfa()
+                parts.append((a.lang.dfa, a.lang.accepts))
+            elif a.kind == "enum":
+                words = [v for v in a.values if isinstance(v, str)]
+                if words:
+                    parts.append((literal_set_dfa(words), bool))
+            elif a.kind == "union":
+                inner = self._key_name_union(a, ptr)
+                if inner is None:
+                    return None
+                parts.append((inner, bool))
+            else:
+                return None
+        if not parts:
+            raise EmptySchema(ptr, "no string is allowed as a property name")
+        prod = product([d for d, _ in parts], ptr)
+        labels: list[Any] = [any(bool(acc(x)) for (_, acc), x in zip(parts, lab))  # type: ignore[arg-type]
+                             for lab in prod.labels]
+        return Dfa(prod.starts, prod.trans, labels)
 
     def _value_of(self, schemas: list[tuple[Any, str]], ptr: str, depth: int) -> LayoutNode:
         """The value schema where several schemas apply to one member (their allOf)."""

@@ -285,6 +285,12 @@ OBJECT_SCHEMAS: list[dict] = [
      "maxProperties": 1},
     {"type": "object", "patternProperties": {"^a$|^b1?$": {"type": "integer"}}, "properties": {"a": {"minimum": 0}},
      "additionalProperties": False, "minProperties": 2},
+    # propertyNames as a union of string languages; alternatives of other types never match a key
+    {"type": "object", "propertyNames": {"oneOf": [{"type": "number", "minimum": 1},
+                                                   {"type": "string", "pattern": "^[1-9]$"}]},
+     "additionalProperties": {"type": "integer"}},
+    {"type": "object", "propertyNames": {"anyOf": [{"type": "string", "pattern": "^a"}, {"enum": ["b", "bb", 3]}]},
+     "properties": {"bb": {"type": "string"}}, "additionalProperties": True},
 ]
 
 
@@ -380,6 +386,8 @@ def test_finite_key_language_closes_when_used_up() -> None:
 @pytest.mark.parametrize("doc,pointer,needle", [
     ({"type": "object", "patternProperties": {"(?=x)": {}}}, "/patternProperties/(?=x)", "lookaround"),
     ({"type": "object", "propertyNames": {"type": "integer"}}, "/propertyNames", "strings"),
+    ({"type": "object", "propertyNames": {"anyOf": [{"type": "string", "pattern": "^a"}, {"maxLength": 1}]}},
+     "/propertyNames", "without length bounds"),
     ({"type": "object", "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["b"]}}, "/dependentRequired/a",
      "only between declared properties"),
     ({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["x1"]}},
