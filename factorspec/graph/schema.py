@@ -16,6 +16,7 @@ are written without exponent; texts are compact (separators from `TextStyle`).
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import urllib.parse
@@ -232,6 +233,7 @@ class KeySpace:
         self._index = {sg: i for i, sg in enumerate(self.sigs)}
         self._memo: dict[int, int] = {}
         self._declared_in = frozenset(k for k in self.declared if self.lang.matches(k))
+        self._declared_sorted = sorted(self._declared_in)
 
     def value_index(self, key: str) -> int:
         return self.index_at(self.lang.dfa.run(key))
@@ -252,8 +254,16 @@ class KeySpace:
         return self.values[self.value_index(key)]
 
     def _excluded_with(self, prefix: str, excluded: frozenset) -> list[str]:
-        return [e for e in excluded if e.startswith(prefix) and (e in self._declared_in or e not in self.declared)
-                and self.lang.matches(e)]
+        """The excluded keys of the language that extend `prefix`: declared ones found by bisection
+        in their sorted list (asked at every byte of a key: many declared names cost no scan)."""
+        ds = self._declared_sorted
+        i = bisect.bisect_left(ds, prefix)
+        out = []
+        while i < len(ds) and ds[i].startswith(prefix):
+            if ds[i] in excluded:
+                out.append(ds[i])
+            i += 1
+        return out + [e for e in excluded - self.declared if e.startswith(prefix) and self.lang.matches(e)]
 
     def at_least(self, n: int) -> bool:
         """Has the language at least n keys that are not declared (possible extra members)?"""
