@@ -234,6 +234,7 @@ class KeySpace:
         self._memo: dict[int, int] = {}
         self._declared_in = frozenset(k for k in self.declared if self.lang.matches(k))
         self._declared_sorted = sorted(self._declared_in)
+        self._matches_memo: dict[str, bool] = {}
 
     def value_index(self, key: str) -> int:
         return self.index_at(self.lang.dfa.run(key))
@@ -263,7 +264,16 @@ class KeySpace:
             if ds[i] in excluded:
                 out.append(ds[i])
             i += 1
-        return out + [e for e in excluded - self.declared if e.startswith(prefix) and self.lang.matches(e)]
+        return out + [e for e in excluded - self.declared if e.startswith(prefix) and self._in_lang(e)]
+
+    def _in_lang(self, key: str) -> bool:
+        """lang.matches, remembered: a used key is asked again at every byte of every later key."""
+        got = self._matches_memo.get(key)
+        if got is None:
+            if len(self._matches_memo) > 4096:
+                self._matches_memo.clear()
+            got = self._matches_memo[key] = self.lang.matches(key)
+        return got
 
     def at_least(self, n: int) -> bool:
         """Has the language at least n keys that are not declared (possible extra members)?"""
