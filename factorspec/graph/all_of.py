@@ -20,7 +20,6 @@ from fractions import Fraction
 from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
-from factorspec.graph.regex_lang import pattern_lang
 from factorspec.graph.negation import (
     OBJECT_LAYERS,
     REGULAR,
@@ -32,6 +31,7 @@ from factorspec.graph.negation import (
     is_value_exclusion,
     make_exclusion,
 )
+from factorspec.graph.regex_lang import pattern_lang
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives

@@ -22,7 +22,7 @@ import math
 import urllib.parse
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
@@ -1049,7 +1049,7 @@ class SchemaCompiler:
         if not parts:
             raise EmptySchema(ptr, "no string is allowed as a property name")
         prod = product([d for d, _ in parts], ptr)
-        labels: list[Any] = [any(bool(acc(x)) for (_, acc), x in zip(parts, lab))  # type: ignore[arg-type]
+        labels: list[Any] = [any(bool(acc(x)) for (_, acc), x in zip(parts, cast(tuple, lab)))
                              for lab in prod.labels]
         return Dfa(prod.starts, prod.trans, labels)
 
@@ -1113,7 +1113,8 @@ class SchemaCompiler:
             parts: list[tuple[Any, str]] = []
             opened = False
             for li, (props, _, ap, at) in enumerate(layers):
-                here = ([(props[key], f"{at}/properties/{escape_pointer(key)}")] if key in props else []) + \
+                here = ([(props[key], f"{at}/properties/{escape_pointer(key)}")] if key is not None and key in props
+                        else []) + \
                     [(pats[i][1], pats[i][2]) for i in sorted(sg) if pats[i][3] == li]
                 if here:
                     parts += here
