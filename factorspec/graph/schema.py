@@ -322,6 +322,10 @@ class Arr:
 LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the template tree)
 
 
+class _MustBeAbsent(SpecError):
+    """An optional property admits no value in an open object (see `_object`'s fallback)."""
+
+
 def _num(v: Any, ptr: str, kw: str) -> Fraction:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise SpecError(f"{ptr}/{kw}", f"{kw} must be a number, got {json.dumps(v)}")
@@ -943,6 +947,10 @@ class SchemaCompiler:
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
         try:
             return self._object_fields(s, keys, ptr, depth, props, req, extra, explicit_closed)
+        except _MustBeAbsent:
+            # an optional property no value fits, in an open object: the key space of `_patterned`
+            # keeps declared names out of the extra members (exact), where plain `extra` cannot
+            return self._patterned(s, keys, ptr, depth)
         except EmptySchema:
             if extra is not None or "additionalProperties" in s or not self.open_objects:
                 raise
@@ -966,7 +974,7 @@ class SchemaCompiler:
                 if k in req:
                     raise
                 if extra is not None:  # an open object would take the key back as an extra member
-                    raise SpecError(e.pointer, f"{e.message}; the property must then be absent, which an open "
+                    raise _MustBeAbsent(e.pointer, f"{e.message}; the property must then be absent, which an open "
                                     "object (additionalProperties true or a schema) cannot enforce here") from None
                 # JSON Schema: an optional property whose schema admits no value must be absent
                 self._note(f"{ptr}/properties/{escape_pointer(k)}", "", f"admits no value ({e.message}): the "
