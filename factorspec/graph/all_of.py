@@ -21,6 +21,7 @@ from typing import Any
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.negation import (
+    OBJECT_LAYERS,
     REGULAR,
     SOME_MEMBER,
     eliminate,
@@ -30,6 +31,7 @@ from factorspec.graph.negation import (
     is_value_exclusion,
     make_exclusion,
 )
+from factorspec.graph.regex_lang import pattern_lang
 
 Resolve = Callable[[Any, str], "tuple[Any, str]"]
 MAX_ALTERNATIVES = 64  # distributing allOf over anyOf/oneOf members multiplies alternatives
@@ -43,7 +45,8 @@ _MAX_COUNT = ("maxLength", "maxItems", "maxProperties", "maxContains")
 _EQUAL_ONLY = ("prefixItems", "additionalItems", "contains", "unevaluatedItems",
                "unevaluatedProperties", "dependentSchemas")
 _REFUSED = ("$dynamicRef", "$recursiveRef")  # not/if/then/else: rewritten first (negation.py)
-_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required")
+_OBJECT_KEYS = ("properties", "additionalProperties", "patternProperties", "propertyNames", "required", OBJECT_LAYERS)
+_LAYER_KEYS = ("properties", "patternProperties", "additionalProperties")
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
 
@@ -392,13 +395,10 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
         if not isinstance(req, list):
             raise SpecError(f"{mptr}/required", "required must be a list of names")
         required += [k for k in req if k not in required]
-    patterned = [(m, mptr) for m, mptr in objs if "patternProperties" in m or "propertyNames" in m]
-    if patterned and len(objs) > 1:
-        m, mptr = patterned[0]
-        k = "patternProperties" if "patternProperties" in m else "propertyNames"
-        raise SpecError(f"{mptr}/{k}", f"{k!r} in one allOf member beside another member's object keywords "
-                        "cannot be merged exactly")
-    if patterned:
+    patterned = [(m, mptr) for m, mptr in objs if "patternProperties" in m or OBJECT_LAYERS in m]
+    if patterned and (len(objs) > 1 or OBJECT_LAYERS in patterned[0][0]):
+        out[OBJECT_LAYERS] = _layers(objs, required, ptr)
+    elif patterned:
         m, _ = objs[0]
         for k in _OBJECT_KEYS:
             if k in m and k != "required":
@@ -433,13 +433,16 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
                     raise NoValue(f"{forbidden}/additionalProperties", f"property {k!r} is required but "
                                   "this allOf member's additionalProperties false forbids it (a member's "
                                   "additionalProperties judges the properties it does not list itself)")
+                if forbidden is None:
+                    props_out[k] = False  # declared as admitting nothing: else extra members would take it
                 continue  # forbidden by a member: the merged object cannot have it
             values = _common_values(parts) if len(parts) > 1 else None
             if values is not None and not values:
                 if k in required:
                     raise NoValue(f"{ptr}/properties/{k}", f"allOf members give required property {k!r} no "
                                   "const/enum value in common")
-                continue  # no value fits: the merged object cannot have it
+                props_out[k] = False  # no value fits: the merged object cannot have it (nor an extra member)
+                continue
             if values is not None:
                 props_out[k] = {"enum": values}
                 continue
@@ -459,16 +462,58 @@ def _merge_object(members: list[tuple[dict, str]], out: dict, ptr: str) -> None:
         out["required"] = required
 
 
+def _layers(objs: list[tuple[dict, str]], required: list[str], ptr: str) -> list[dict]:
+    """The members' object keywords as layers (OBJECT_LAYERS), each judging every key as its member
+    wrote it: merging them into one properties/patternProperties/additionalProperties would need the
+    complement of one member's patterns as another pattern, so the layout compiler applies them all
+    (schema.py `_patterned`). A required key that some layer forbids makes the alternative empty."""
+    layers: list[dict] = []
+    seen: set[str] = set()
+    for m, mptr in objs:
+        here = list(m.get(OBJECT_LAYERS, []))
+        if any(k in m for k in _LAYER_KEYS):
+            here.append({"at": mptr, **{k: m[k] for k in _LAYER_KEYS if k in m}})
+        for layer in here:
+            key = _canon({k: v for k, v in layer.items() if k != "at"})
+            if key not in seen:
+                seen.add(key)
+                layers.append(layer)
+    for layer in layers:
+        at = layer.get("at", ptr)
+        props, pats = layer.get("properties", {}), layer.get("patternProperties", {})
+        if not isinstance(props, dict) or not isinstance(pats, dict):
+            raise SpecError(at, "properties and patternProperties must be objects")
+        if layer.get("additionalProperties", True) is not False:
+            continue
+        for k in required:
+            if k in props or any(pattern_lang(p, f"{at}/patternProperties").matches(k) for p in pats):
+                continue
+            raise NoValue(f"{at}/additionalProperties", f"property {k!r} is required but this allOf member's "
+                          "additionalProperties false forbids it (it is not in its properties and matches none of "
+                          "its patternProperties)")
+    return layers
+
+
 def _common_values(parts: list[Any]) -> list[Any] | None:
     """The values common to property schemas that are plain value sets (const, enum, a value
-    exclusion), found while merging so that a contradicting alternative is dropped early; None
-    when some part is anything else (merged later, by the layout compiler)."""
+    exclusion, type), found while merging so that a contradicting alternative is dropped early;
+    None when some part is anything else (merged later, by the layout compiler), unless the plain
+    parts alone already have no value in common (then no value fits whatever the others say)."""
     allowed: dict[str, Any] | None = None
     excluded: set[str] = set()
     integers = False
+    types: set[str] | None = None  # a `type` beside the values filters them (JSON Schema's own test)
+    other = False  # some part is not a plain value set: only "no value in common" is sure then
     for p in parts:
-        if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "title", "description"}:
-            return None
+        if not isinstance(p, dict) or not p or not set(p) <= {"enum", "const", "not", "type", "title", "description"}:
+            other = True
+            continue
+        if "type" in p:
+            t = p["type"]
+            ts = [t] if isinstance(t, str) else t
+            if not isinstance(ts, list) or not all(isinstance(x, str) and x in _TYPES for x in ts):
+                return None
+            types = set(ts) if types is None else types & set(ts)
         if "not" in p:
             if not is_value_exclusion(p["not"]):
                 return None
@@ -483,7 +528,19 @@ def _common_values(parts: list[Any]) -> list[Any] | None:
                 allowed = here if allowed is None else {c: v for c, v in allowed.items() if c in here}
     if allowed is None:
         return None
-    return [v for c, v in allowed.items() if c not in excluded and not (integers and _is_integral(v))]
+    values = [v for c, v in allowed.items() if c not in excluded and not (integers and _is_integral(v))
+              and (types is None or any(_has_type(v, t) for t in types))]
+    return None if other and values else values
+
+
+def _has_type(v: Any, t: str) -> bool:
+    """JSON Schema's type test for a const/enum value (1.0 is an integer, true is not a number)."""
+    if t == "integer":
+        return _is_integral(v)
+    if t == "number":
+        return not isinstance(v, bool) and isinstance(v, (int, float, Fraction))
+    return {"null": v is None, "boolean": isinstance(v, bool), "string": isinstance(v, str),
+            "array": isinstance(v, list), "object": isinstance(v, dict)}[t]
 
 
 def _merge_items(members: list[tuple[dict, str]], out: dict) -> None:

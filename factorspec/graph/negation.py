@@ -24,6 +24,10 @@ REGULAR = "$fsRegular"  # internal keyword: {"all": [patterns that must match], 
 # internal keyword: a list of conditions, each "some member whose key is not in `except` has a value
 # that matches `patterns[p]` for some pattern p its key matches, else `other`" (some_member.py)
 SOME_MEMBER = "$fsSomeMember"
+# internal keyword (all_of.py): the object layers of an allOf, each {"at": pointer, "properties",
+# "patternProperties", "additionalProperties"} as its member wrote them; every layer judges every
+# key (a layer's additionalProperties applies to the keys its own properties/patterns do not cover)
+OBJECT_LAYERS = "$fsObjectLayers"
 MAX_ONE_OF_NEGATED = 8  # not(oneOf) lists every pair of alternatives not proven disjoint
 # disjointness proofs of the document being compiled (disjoint.Overlaps.disjoint_any), set by the
 # schema compiler: not(oneOf) needs no "some two match" part for pairs proven disjoint

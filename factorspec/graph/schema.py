@@ -16,12 +16,13 @@ are written without exponent; texts are compact (separators from `TextStyle`).
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import urllib.parse
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.all_of import merge_all_of
@@ -30,6 +31,7 @@ from factorspec.graph.exclusive import exclusive_terms
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     DISJOINT,
+    OBJECT_LAYERS,
     REGULAR,
     SOME_MEMBER,
     eliminate,
@@ -73,12 +75,13 @@ VALIDATION_KEYWORDS = {
     "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties",
     REGULAR,  # internal (negation.py, all_of.py): patterns that must and must not match
     SOME_MEMBER,  # internal (negation.py, some_member.py): some member fails a negated object's schemas
+    OBJECT_LAYERS,  # internal (all_of.py): the object keywords of an allOf's members, each applied to every key
 }
 # keywords that only constrain instances of one JSON type (a no-op on the others)
 _TYPE_SPECIFIC = {
     "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
                "maxProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
-               "unevaluatedProperties", SOME_MEMBER},
+               "unevaluatedProperties", SOME_MEMBER, OBJECT_LAYERS},
     "array": {"items", "additionalItems", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains",
               "minContains", "maxContains", "unevaluatedItems"},
     "string": {"minLength", "maxLength", "pattern", REGULAR},
@@ -90,7 +93,7 @@ MAX_EXCLUSION_DOMAIN = 4096  # a range minus `not` values becomes an enum of at 
 JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
-               "dependentRequired", "dependencies", "patternProperties", "propertyNames"},
+               "dependentRequired", "dependencies", "patternProperties", "propertyNames", OBJECT_LAYERS},
     "array": {"items", "minItems", "maxItems", "uniqueItems"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
@@ -230,12 +233,23 @@ class KeySpace:
 
     def __post_init__(self) -> None:
         self._index = {sg: i for i, sg in enumerate(self.sigs)}
+        self._memo: dict[int, int] = {}
         self._declared_in = frozenset(k for k in self.declared if self.lang.matches(k))
+        self._declared_sorted = sorted(self._declared_in)
+        self._matches_memo: dict[str, bool] = {}
 
     def value_index(self, key: str) -> int:
-        lab = self.lang.dfa.labels[self.lang.dfa.run(key)]
-        assert isinstance(lab, tuple)
-        return self._index[frozenset(i for i, m in enumerate(lab[1:]) if m)]
+        return self.index_at(self.lang.dfa.run(key))
+
+    def index_at(self, q: int) -> int:
+        """The value node's index for the keys ending in DFA state q (the text machine knows q at
+        a key's end: running the DFA over the key again would cost its length at every byte)."""
+        got = self._memo.get(q)
+        if got is None:
+            lab = self.lang.dfa.labels[q]
+            assert isinstance(lab, tuple)
+            got = self._memo[q] = self._index[frozenset(i for i, m in enumerate(lab[1:]) if m)]
+        return got
 
     def value_node(self, key: str) -> Optional[LayoutNode]:
         if key in self.declared or not self.lang.matches(key):
@@ -243,8 +257,30 @@ class KeySpace:
         return self.values[self.value_index(key)]
 
     def _excluded_with(self, prefix: str, excluded: frozenset) -> list[str]:
-        return [e for e in excluded if e.startswith(prefix) and (e in self._declared_in or e not in self.declared)
-                and self.lang.matches(e)]
+        """The excluded keys of the language that extend `prefix`: declared ones found by bisection
+        in their sorted list (asked at every byte of a key: many declared names cost no scan)."""
+        ds = self._declared_sorted
+        i = bisect.bisect_left(ds, prefix)
+        out = []
+        while i < len(ds) and ds[i].startswith(prefix):
+            if ds[i] in excluded:
+                out.append(ds[i])
+            i += 1
+        return out + [e for e in excluded - self.declared if e.startswith(prefix) and self._in_lang(e)]
+
+    def _in_lang(self, key: str) -> bool:
+        """lang.matches, remembered: a used key is asked again at every byte of every later key."""
+        got = self._matches_memo.get(key)
+        if got is None:
+            if len(self._matches_memo) > 4096:
+                self._matches_memo.clear()
+            got = self._matches_memo[key] = self.lang.matches(key)
+        return got
+
+    def at_least(self, n: int) -> bool:
+        """Has the language at least n keys that are not declared (possible extra members)?"""
+        d = len(self._declared_in)
+        return self.lang.count(self.lang.start, 0, n + d) - d >= n
 
     def more_keys(self, used: frozenset) -> bool:
         """Is some key of the language neither declared nor used (may another member start)?"""
@@ -286,6 +322,10 @@ class Arr:
 
 
 LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the template tree)
+
+
+class _MustBeAbsent(SpecError):
+    """An optional property admits no value in an open object (see `_object`'s fallback)."""
 
 
 def _num(v: Any, ptr: str, kw: str) -> Fraction:
@@ -910,7 +950,7 @@ class SchemaCompiler:
         return Scalar(ptr, "enum", values=out)
 
     def _object(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
-        if "patternProperties" in keys or "propertyNames" in keys:
+        if "patternProperties" in keys or "propertyNames" in keys or OBJECT_LAYERS in keys:
             return self._patterned(s, keys, ptr, depth)
         props = s.get("properties", {})
         if not isinstance(props, dict):
@@ -926,6 +966,10 @@ class SchemaCompiler:
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
         try:
             return self._object_fields(s, keys, ptr, depth, props, req, extra, explicit_closed)
+        except _MustBeAbsent:
+            # an optional property no value fits, in an open object: the key space of `_patterned`
+            # keeps declared names out of the extra members (exact), where plain `extra` cannot
+            return self._patterned(s, keys, ptr, depth)
         except EmptySchema:
             if extra is not None or "additionalProperties" in s or not self.open_objects:
                 raise
@@ -949,7 +993,7 @@ class SchemaCompiler:
                 if k in req:
                     raise
                 if extra is not None:  # an open object would take the key back as an extra member
-                    raise SpecError(e.pointer, f"{e.message}; the property must then be absent, which an open "
+                    raise _MustBeAbsent(e.pointer, f"{e.message}; the property must then be absent, which an open "
                                     "object (additionalProperties true or a schema) cannot enforce here") from None
                 # JSON Schema: an optional property whose schema admits no value must be absent
                 self._note(f"{ptr}/properties/{escape_pointer(k)}", "", f"admits no value ({e.message}): the "
@@ -994,7 +1038,47 @@ class SchemaCompiler:
             if not words:
                 raise EmptySchema(ptr, "no string is allowed as a property name")
             return literal_set_dfa(words), 0, None
-        raise SpecError(ptr, "propertyNames must describe strings (pattern, minLength/maxLength, enum or const)")
+        if isinstance(node, Scalar) and node.kind == "union":
+            union = self._key_name_union(node, ptr)
+            if union is not None:
+                return union, 0, None
+        raise SpecError(ptr, "propertyNames must describe strings (pattern, minLength/maxLength, enum or const, "
+                        "or an anyOf/oneOf of those without length bounds)")
+
+    def _key_name_union(self, node: Scalar, ptr: str) -> Optional[Dfa]:
+        """propertyNames that compiled to a union of string languages (an anyOf/oneOf of patterns or
+        string enums): the product automaton, accepting where some alternative accepts. None when an
+        alternative is not a string language or has length bounds (one DFA cannot keep apart the
+        bounds of different alternatives)."""
+        parts: list[tuple[Dfa, Any]] = []
+        for a in node.alts:
+            if isinstance(a, (Obj, Arr)) or (isinstance(a, Scalar) and a.kind in ("number", "integer", "fixed")):
+                continue  # a key is a string: an alternative of another type never matches one
+            if not isinstance(a, Scalar):
+                return None
+            if a.kind == "any":
+                return any_string_dfa()
+            if a.kind == "string" and a.min_len == 0 and a.max_len is None:
+                if a.lang is None:
+                    return any_string_dfa()
+                parts.append((a.lang.dfa, a.lang.accepts))
+            elif a.kind == "enum":
+                words = [v for v in a.values if isinstance(v, str)]
+                if words:
+                    parts.append((literal_set_dfa(words), bool))
+            elif a.kind == "union":
+                inner = self._key_name_union(a, ptr)
+                if inner is None:
+                    return None
+                parts.append((inner, bool))
+            else:
+                return None
+        if not parts:
+            raise EmptySchema(ptr, "no string is allowed as a property name")
+        prod = product([d for d, _ in parts], ptr)
+        labels: list[Any] = [any(bool(acc(x)) for (_, acc), x in zip(parts, cast(tuple, lab)))
+                             for lab in prod.labels]
+        return Dfa(prod.starts, prod.trans, labels)
 
     def _value_of(self, schemas: list[tuple[Any, str]], ptr: str, depth: int) -> LayoutNode:
         """The value schema where several schemas apply to one member (their allOf)."""
@@ -1010,54 +1094,89 @@ class SchemaCompiler:
             raise SpecError(ptr, f"{e.message} (in the allOf of the schemas that apply to one member: "
                             f"{', '.join(p for _, p in schemas)})") from None
 
+    def _layers(self, s: dict, ptr: str) -> list[tuple[dict, list[tuple[str, Any, str]], Any, str]]:
+        """The object layers of `s`: OBJECT_LAYERS (an allOf's members, all_of.py) and its own
+        properties/patternProperties/additionalProperties, each as (properties, patterns, the
+        additionalProperties as written or None when absent, pointer)."""
+        out = []
+        own = {k: s[k] for k in ("properties", "patternProperties", "additionalProperties") if k in s}
+        raw = s.get(OBJECT_LAYERS, [])
+        if not isinstance(raw, list):
+            raise SpecError(ptr, f"internal keyword {OBJECT_LAYERS} must be a list")
+        for layer in list(raw) + ([{"at": ptr, **own}] if own or not raw else []):
+            at = layer.get("at", ptr)
+            props = layer.get("properties", {})
+            if not isinstance(props, dict):
+                raise SpecError(f"{at}/properties", "properties must be an object")
+            pp = layer.get("patternProperties", {})
+            if not isinstance(pp, dict):
+                raise SpecError(f"{at}/patternProperties", "patternProperties must be an object")
+            pats = [(p, x, f"{at}/patternProperties/{escape_pointer(p)}") for p, x in pp.items()]
+            out.append((props, pats, layer.get("additionalProperties"), at))
+        return out
+
     def _patterned(self, s: dict, keys: set[str], ptr: str, depth: int) -> Obj:
-        """An object with patternProperties and/or propertyNames, exactly: each member's value takes
-        the allOf of properties[key] and every pattern the key matches (additionalProperties where
-        none applies), every key must satisfy propertyNames; extra keys come from the product
-        automaton of the patterns (`KeySpace`)."""
-        props = s.get("properties", {})
-        if not isinstance(props, dict):
-            raise SpecError(f"{ptr}/properties", "properties must be an object")
+        """An object with patternProperties and/or propertyNames (or the object layers of an allOf),
+        exactly: each member's value takes, in every layer, the allOf of properties[key] and every
+        pattern the key matches (that layer's additionalProperties where none applies); every key
+        must satisfy propertyNames; extra keys come from the product automaton of all the layers'
+        patterns (`KeySpace`). An extra key is allowed where some layer opens it (a pattern it
+        matches, or additionalProperties true or a schema) and no layer forbids it."""
         req = s.get("required", [])
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
             raise SpecError(f"{ptr}/required", "required must be a list of strings")
-        pp = s.get("patternProperties", {})
-        if not isinstance(pp, dict):
-            raise SpecError(f"{ptr}/patternProperties", "patternProperties must be an object")
-        for kw in ("dependencies", "dependentRequired"):
-            if kw in keys:
-                raise SpecError(f"{ptr}/{kw}", f"{kw} beside patternProperties/propertyNames is not supported")
-        pats = [(p, x, f"{ptr}/patternProperties/{escape_pointer(p)}") for p, x in pp.items()]
-        dfas = [compile_pattern(p, pp_ptr) for p, _, pp_ptr in pats]
+        layers = self._layers(s, ptr)
+        pats = [(p, x, pptr, li) for li, (_, lp, _, _) in enumerate(layers) for p, x, pptr in lp]
+        dfas = [compile_pattern(p, pp_ptr) for p, _, pp_ptr, _ in pats]
         pn_dfa, pn_lo, pn_hi = self._key_names(s.get("propertyNames", True), f"{ptr}/propertyNames", depth)
         names = StringLang(pn_dfa, bool, pn_lo, pn_hi, f"{ptr}/propertyNames")
 
         def sig_of(key: str) -> frozenset[int]:
             return frozenset(i for i, d in enumerate(dfas) if d.labels[d.run(key)] is True)
 
-        ap = s.get("additionalProperties", False)
-        explicit_closed = ap is False and "additionalProperties" in s
-        if ap is not False and not self.open_objects:
+        def parts_of(key: Optional[str], sg: frozenset[int]) -> tuple[list[tuple[Any, str]], bool]:
+            """The schemas a member's value must match (every layer's) and whether a layer opens
+            the key (lists it, a pattern matches it, or additionalProperties true or a schema)."""
+            parts: list[tuple[Any, str]] = []
+            opened = False
+            for li, (props, _, ap, at) in enumerate(layers):
+                here = ([(props[key], f"{at}/properties/{escape_pointer(key)}")] if key is not None and key in props
+                        else []) + \
+                    [(pats[i][1], pats[i][2]) for i in sorted(sg) if pats[i][3] == li]
+                if here:
+                    parts += here
+                    opened = True
+                elif ap is not None:
+                    parts.append((ap, f"{at}/additionalProperties"))
+                    opened |= ap is not False and self.open_objects
+            once: list[tuple[Any, str]] = []
+            seen: set[str] = set()
+            for x, xp in parts:
+                c = json.dumps(x, sort_keys=True, default=str)
+                if x is not True and x != {} and c not in seen:
+                    seen.add(c)
+                    once.append((x, xp))
+            return once, opened
+
+        if not self.open_objects and any(ap not in (None, False) for _, _, ap, _ in layers):
             self._note(ptr, "additionalProperties", "closed (open_objects=False): no extra members")
-            ap = False
+        declared_order = [k for props, _, _, _ in layers for k in props] + list(req)
         fields: list[Field] = []
-        for k in list(props) + [r for r in dict.fromkeys(req) if r not in props]:
-            kptr = f"{ptr}/properties/{escape_pointer(k)}" if k in props else f"{ptr}/required"
+        for k in dict.fromkeys(declared_order):
+            kptr = next((f"{at}/properties/{escape_pointer(k)}" for props, _, _, at in layers if k in props),
+                        f"{ptr}/required")
             if not names.matches(k):
                 if k in req:
                     raise EmptySchema(f"{ptr}/propertyNames", f"required property {k!r} breaks propertyNames: "
                                       "no object fits")
                 self._note(kptr, "", "its name breaks propertyNames: the property is left out")
                 continue
-            parts = ([(props[k], kptr)] if k in props else []) + [(pats[i][1], pats[i][2]) for i in sorted(sig_of(k))]
+            parts, opened = parts_of(k, sig_of(k))
             try:
                 if parts:
                     node = self._value_of(parts, kptr, depth)
-                elif ap is not False:
-                    node = self.node(ap, f"{ptr}/additionalProperties", depth + 1)
-                elif explicit_closed:
-                    raise EmptySchema(f"{ptr}/required", f"required property {k!r} is not in properties, matches "
-                                      "no patternProperties and additionalProperties is false: no object fits")
+                elif opened or any(k in props for props, _, _, _ in layers):
+                    node = Scalar(kptr, "any")
                 else:
                     self._note(ptr, "required", f"required property {k!r} is not in properties: any value")
                     node = Scalar(kptr, "any")
@@ -1071,21 +1190,20 @@ class SchemaCompiler:
         prod = product([pn_dfa] + dfas, ptr)
         sigs: list[frozenset[int]] = []
         values: list[LayoutNode] = []
+        tried: set[frozenset[int]] = set()
         for lab in dict.fromkeys(prod.labels):
             assert isinstance(lab, tuple)
             if not lab[0]:
                 continue
             sg = frozenset(i for i, m in enumerate(lab[1:]) if m)
-            if sg in sigs:
+            if sg in tried:
                 continue
+            tried.add(sg)
+            parts, opened = parts_of(None, sg)
+            if not opened:
+                continue  # no layer opens these keys (additionalProperties false or absent: closed)
             try:
-                if sg:
-                    node = self._value_of([(pats[i][1], pats[i][2]) for i in sorted(sg)], f"{ptr}/patternProperties",
-                                          depth)
-                elif ap is not False:
-                    node = self.node(ap, f"{ptr}/additionalProperties", depth + 1)
-                else:
-                    continue  # a key no pattern matches: additionalProperties closes it
+                node = self._value_of(parts, f"{ptr}/patternProperties", depth) if parts else Scalar(ptr, "any")
             except EmptySchema as e:
                 self._note(ptr, "patternProperties", f"keys matching patterns {sorted(sg)} admit no value "
                            f"({e.message}): no such member")
@@ -1097,7 +1215,7 @@ class SchemaCompiler:
         def accepts(lab: Any) -> bool:
             return bool(lab[0]) and frozenset(i for i, m in enumerate(lab[1:]) if m) in allowed
 
-        declared = frozenset(props) | frozenset(req)
+        declared = frozenset(declared_order)
         space = KeySpace(StringLang(prod, accepts, pn_lo, pn_hi, ptr), sigs, values, declared) if sigs else None
         if space is not None and not space.more_keys(frozenset()):
             space = None
@@ -1105,21 +1223,54 @@ class SchemaCompiler:
         hi = _nonneg_int(s["maxProperties"], ptr, "maxProperties") if "maxProperties" in keys else None
         if hi is not None and hi < lo:
             raise EmptySchema(f"{ptr}/maxProperties", f"maxProperties {hi} < minProperties {lo}: no object fits")
-        rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi, {},
+        deps = self._declared_dependencies(s, keys, ptr, fields, frozenset(declared_order))
+        rules = ObjectRules(len(fields), sum(1 << i for i, f in enumerate(fields) if f.required), lo, hi, deps,
                             space is not None)
         if space is None:
             self._note(ptr, "patternProperties", "no extra member is possible: the object is closed")
             out = Obj(ptr, fields, None)
         else:
             out = Obj(ptr, fields, space.values[0], keys=space)
-            if rules.constrains() and space.lang.count(space.lang.start, 0, 1 << 20) < 1 << 20:
+            # the property-count rules take the extra members as unlimited: exact while at least
+            # minProperties distinct extra keys exist (then minProperties is reachable from every
+            # state, each used key leaving as many fewer to reach); maxProperties only forbids more
+            if lo > 0 and not space.at_least(lo):
                 raise SpecError(f"{ptr}/{'minProperties' if 'minProperties' in keys else 'maxProperties'}",
-                                "minProperties/maxProperties beside a finite set of pattern keys is not supported")
+                                f"minProperties {lo} beside a finite set of fewer than {lo} possible pattern keys "
+                                "is not supported")
         if not rules.constrains():
             return out
         if not rules.viable(0, 0, 0):
             raise EmptySchema(f"{ptr}/minProperties", f"no object fits: minProperties {lo}, maxProperties {hi}")
         out.rules = rules
+        return out
+
+    def _declared_dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field],
+                               declared: frozenset[str]) -> dict[int, int]:
+        """dependentRequired (and the array form of `dependencies`) of an object with patterns, as
+        field index -> bitmask of the fields its presence requires: exact where every name is a
+        declared field (a declared name is never an extra member); a name only an extra member
+        could be (a pattern key) is refused."""
+        index = {f.key: i for i, f in enumerate(fields)}
+        out: dict[int, int] = {}
+        for kw in ("dependencies", "dependentRequired"):
+            if kw not in keys:
+                continue
+            deps = s[kw]
+            if not isinstance(deps, dict):
+                raise SpecError(f"{ptr}/{kw}", f"{kw} must be an object")
+            for a, bs in deps.items():
+                aptr = f"{ptr}/{kw}/{escape_pointer(a)}"
+                if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
+                    raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames takes lists of names only")
+                if a not in index and a in declared:
+                    continue  # a declared property left out (no value fits): never present
+                names = [a] + [b for b in bs if b != a]
+                bad = [x for x in names if x not in index]
+                if bad:
+                    raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames is supported only between "
+                                    f"declared properties ({bad[0]!r} is not one that can be present)")
+                out[index[a]] = out.get(index[a], 0) | sum(1 << index[b] for b in names[1:])
         return out
 
     def _dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field], extra: Optional[LayoutNode],

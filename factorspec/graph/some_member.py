@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from factorspec.errors import EmptySchema, SpecError
-from factorspec.graph.negation import SOME_MEMBER
+from factorspec.graph.negation import OBJECT_LAYERS, SOME_MEMBER
 from factorspec.graph.regex_lang import pattern_lang
 
 MAX_WITNESS_KEYS = 64  # alternatives one condition expands into
@@ -38,8 +38,12 @@ def expand_some_member(s: dict, ptr: str) -> tuple[dict, Optional[str]]:
     req = s.get("required", [])
     if not isinstance(props, dict) or not isinstance(req, list):
         raise SpecError(ptr, "properties must be an object and required a list")
-    ap = s.get("additionalProperties", False)
-    names = list(props) + [r for r in req if isinstance(r, str) and r not in props]
+    layers = s.get(OBJECT_LAYERS, [])  # an allOf's object layers (all_of.py): they judge every key too
+    if not isinstance(layers, list):
+        raise SpecError(ptr, f"internal keyword {OBJECT_LAYERS} must be a list")
+    ap = s.get("additionalProperties", True if layers else False)
+    layered = [k for x in layers for k in x.get("properties", {})]
+    names = list(dict.fromkeys(list(props) + layered + [r for r in req if isinstance(r, str)]))
     alts: list[Any] = []
     for k in names:
         if k in cond["except"]:
@@ -65,7 +69,8 @@ def expand_some_member(s: dict, ptr: str) -> tuple[dict, Optional[str]]:
     if len(alts) > MAX_WITNESS_KEYS:
         raise SpecError(ptr, f"'not' over an object's members expands into {len(alts)} alternatives "
                         f"(at most {MAX_WITNESS_KEYS})")
-    open_ = ap is not False or bool(s.get("patternProperties"))
+    open_ = ap is not False or bool(s.get("patternProperties")) or \
+        any(x.get("additionalProperties", False) is not False or x.get("patternProperties") for x in layers)
     why = ("'not' over an object's members: only its declared properties are taken as the member that fails "
            "(extra members never are)") if open_ else None
     if not alts and open_:

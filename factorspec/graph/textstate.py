@@ -612,7 +612,7 @@ class TextMachine:
                 i = len(below) - 3
                 e = below[i]
                 assert e[0] == "E" and below[i + 1][0] == "V"
-                vpath = top[1] + (("+", obj.keys.value_index(nxt[1])),)  # type: ignore[union-attr]
+                vpath = top[1] + (("+", obj.keys.index_at(nxt[2])),)  # type: ignore[union-attr]
                 below = below[:i] + (("E", e[1], e[2], e[3] | {nxt[1]}), ("V", vpath)) + below[i + 2:]
                 out.extend(self.expand((below, sol)))
             else:
@@ -906,7 +906,7 @@ def regex_byte(lang: StringLang, top: tuple, b: int) -> Any:
 def key_byte(keys: Any, top: tuple, b: int) -> Any:
     """One byte of an extra member's key in an object with patternProperties/propertyNames: the key
     must be in the key language (`KeySpace`), neither declared nor used in this object. The
-    next ('K', path, q, n, esc, acc, key, used) task (key: the decoded prefix), ("end", key), or
+    next ('K', path, q, n, esc, acc, key, used) task (key: the decoded prefix), ("end", key, q), or
     None. A byte is allowed only if some key of the language that is not excluded still extends
     the text (a count of completions against the excluded keys with that prefix)."""
     _, path, q, n, esc, acc, key, used = top
@@ -916,7 +916,7 @@ def key_byte(keys: Any, top: tuple, b: int) -> Any:
     lang = keys.lang
     if d[0] == "end":
         ok = lang.can_end(q, n) and key not in used and key not in keys.declared
-        return ("end", key) if ok else None
+        return ("end", key, q) if ok else None
     excluded = keys.declared | used
     if d[0] == "char":
         t = lang.step(q, n, d[1])

@@ -276,6 +276,21 @@ OBJECT_SCHEMAS: list[dict] = [
      "additionalProperties": True},
     {"type": "object", "patternProperties": {'"|\\\\': {"type": "string"}}, "additionalProperties": False,
      "minProperties": 1},
+    # dependencies between declared properties beside patterns (ObjectRules over the fields)
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "aa": {}},
+     "patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+     "dependentRequired": {"a": ["b"], "aa": ["a"]}},
+    # property counts over a finite key language with at least minProperties keys
+    {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": True, "minProperties": 1,
+     "maxProperties": 1},
+    {"type": "object", "patternProperties": {"^a$|^b1?$": {"type": "integer"}}, "properties": {"a": {"minimum": 0}},
+     "additionalProperties": False, "minProperties": 2},
+    # propertyNames as a union of string languages; alternatives of other types never match a key
+    {"type": "object", "propertyNames": {"oneOf": [{"type": "number", "minimum": 1},
+                                                   {"type": "string", "pattern": "^[1-9]$"}]},
+     "additionalProperties": {"type": "integer"}},
+    {"type": "object", "propertyNames": {"anyOf": [{"type": "string", "pattern": "^a"}, {"enum": ["b", "bb", 3]}]},
+     "properties": {"bb": {"type": "string"}}, "additionalProperties": True},
 ]
 
 
@@ -371,9 +386,13 @@ def test_finite_key_language_closes_when_used_up() -> None:
 @pytest.mark.parametrize("doc,pointer,needle", [
     ({"type": "object", "patternProperties": {"(?=x)": {}}}, "/patternProperties/(?=x)", "lookaround"),
     ({"type": "object", "propertyNames": {"type": "integer"}}, "/propertyNames", "strings"),
-    ({"type": "object", "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["b"]}}, "/dependentRequired",
-     "not supported"),
-    ({"type": "object", "propertyNames": {"enum": ["a"]}, "additionalProperties": True, "minProperties": 1},
+    ({"type": "object", "propertyNames": {"anyOf": [{"type": "string", "pattern": "^a"}, {"maxLength": 1}]}},
+     "/propertyNames", "without length bounds"),
+    ({"type": "object", "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["b"]}}, "/dependentRequired/a",
+     "only between declared properties"),
+    ({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}, "dependentRequired": {"a": ["x1"]}},
+     "/dependentRequired/a", "'x1' is not one that can be present"),
+    ({"type": "object", "propertyNames": {"enum": ["a"]}, "additionalProperties": True, "minProperties": 2},
      "/minProperties", "finite"),
 ])
 def test_refused_object_pattern_shapes(doc: dict, pointer: str, needle: str) -> None:
