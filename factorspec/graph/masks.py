@@ -29,6 +29,7 @@ import numpy as np
 
 from factorspec.graph.textstate import _CONT, _ESC, _HEX
 from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
+from factorspec.graph.unique_values import string_texts
 
 
 def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
@@ -59,7 +60,9 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
     the tokens spelling the start of such a text's rest are checked against the machine (as
     `key_mask` does for keys). None where this does not apply (the full walk then)."""
     top = cfg[0][-1]
-    if top[0] == "T" and top[3] == 0 and top[4] == 0:
+    if top[0] == "X" and top[3] == 0 and top[4] == 0:  # an extra key: unlimited, canonical content
+        m = v.plain_mask(None)
+    elif top[0] == "T" and top[3] == 0 and top[4] == 0:
         max_len = getattr(machine.node_at(top[1]), "max_len", None)
         room = None if max_len is None else max_len - top[2]
         if room is not None and room <= 0:
@@ -70,14 +73,18 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
     else:
         return None
     suspects: set[int] = set()
+    body: Optional[bytes] = None
     for t in cfg[0]:
-        if t[0] != "U":
+        if t[0] != "U" or not t[5]:
             continue
-        raw = t[4]
-        for e in t[3]:
-            if len(e) > len(raw) and e.startswith(raw):
+        if body is None:
+            body = _open_string_body(t[4])
+        # the item may stay on an earlier value only while this string stays a prefix of one of
+        # that value's strings or keys, so only tokens spelling such a rest are suspects
+        for e in set().union(*(string_texts(x) for x in t[5])):
+            if len(e) > len(body) and e.startswith(body):
                 node: Optional[dict] = v.trie
-                for b in e[len(raw):]:
+                for b in e[len(body):]:
                     node = node.get(b) if node is not None else None
                     if node is None:
                         break
@@ -97,6 +104,21 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
     for x in drop:
         out[x >> 5] &= np.uint32(~(1 << (x & 31)) & 0xFFFFFFFF)
     return out.view(np.int32)
+
+
+def _open_string_body(raw: bytes) -> bytes:
+    """The body of the string `raw` ends inside (at a clean boundary): the bytes after its opening
+    quote, the last quote not escaped by an odd run of backslashes."""
+    j = len(raw) - 1
+    while j >= 0:
+        if raw[j] == 0x22:
+            k = j - 1
+            while k >= 0 and raw[k] == 0x5C:
+                k -= 1
+            if (j - 1 - k) % 2 == 0:
+                return raw[j + 1:]
+        j -= 1
+    return raw
 
 
 def in_unique_item(machine: Any, cfg: tuple) -> bool:

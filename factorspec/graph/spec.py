@@ -447,11 +447,10 @@ def _all_different(node: Arr, keys: list[str], out: list[Relation]) -> None:
 
 
 def _text_unique(node: Arr) -> None:
-    """Mark a uniqueItems array for the text automaton, or refuse it naming the pointer: its items'
-    texts must be canonical (one text per value) and a later item must always be possible until
-    minItems is met."""
+    """Mark a uniqueItems array for the text automaton, or refuse it naming the pointer: a later
+    item must always be possible until minItems is met. (Items of every kind are compared as JSON
+    values, members in any order: textstate.py, unique_values.py.)"""
     ptr = node.pointer
-    _canonical_items(node.item, ptr, set())
     m = node.min_items
     if m >= 2:
         n = _values_at_least(node.item, m, set())
@@ -462,29 +461,6 @@ def _text_unique(node: Arr) -> None:
             raise SpecError(f"{ptr}/minItems", f"minItems {m} distinct items, but the items have only "
                             f"{n} possible values")
     node.text_unique = True
-
-
-def _canonical_items(node: LayoutNode, ptr: str, refs: set[int]) -> None:
-    """Refuse items whose values have several texts in the automaton (members of an open object in
-    any order, free JSON values)."""
-    if isinstance(node, Obj):
-        if node.extra is not None:
-            raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over items that are open objects "
-                            f"(additionalProperties/patternProperties at {node.pointer or '/'}) is not "
-                            "supported: their members may come in any order")
-        for f in node.fields:
-            _canonical_items(f.node, ptr, refs)
-    elif isinstance(node, Arr):
-        _canonical_items(node.item, ptr, refs)
-    elif node.kind == "any":
-        raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over items that hold any JSON value (at "
-                        f"{node.pointer or '/'}) is not supported")
-    elif node.kind in ("union", "ref"):
-        if id(node) in refs:
-            return
-        refs.add(id(node))
-        for a in node.alts:
-            _canonical_items(a, ptr, refs)
 
 
 def _values_at_least(node: LayoutNode, m: int, refs: set[int]) -> Optional[int]:
@@ -498,7 +474,12 @@ def _values_at_least(node: LayoutNode, m: int, refs: set[int]) -> Optional[int]:
             if c is None:
                 return None
             n = min(m, n * (c + (0 if f.required else 1)))
-        return n
+        if node.extra is None or n >= m:
+            return n
+        if node.keys is None:  # any undeclared key may hold a value of `extra`: infinitely many
+            c = _values_at_least(node.extra, 1, refs)
+            return m if c is not None and c >= 1 else None
+        return None  # patterned keys: the declared fields' count is only a lower bound
     if isinstance(node, Arr):
         c = _values_at_least(node.item, m, refs)
         if c is not None and c >= 1 and node.max_items is None:
@@ -518,6 +499,8 @@ def _values_at_least(node: LayoutNode, m: int, refs: set[int]) -> Optional[int]:
         if node.max_len is None or node.max_len > node.min_len:
             return m
         return min(m, UNICODE_CHARS ** node.min_len)
+    if node.kind == "any":
+        return m
     if node.kind == "union":
         best = 0
         for a in node.alts:

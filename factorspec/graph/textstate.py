@@ -5,15 +5,18 @@ A configuration is (stack of pending tasks, solver State). Tasks, top of the sta
   ('V', path)                  the value at `path`, not started
   ('O', path, j, n)            an object's fields from field j on, n fields written so far
   ('A', path, k)               an array with k items written (next: another item, or ']')
-  ('A', path, k, seen)         the same for a `text_unique` array: `seen` the earlier items' texts
+  ('A', path, k, seen)         the same for a `text_unique` array: `seen` the earlier items' values
+                               (unique_values.item_value: JSON equality, not text equality)
   ('W', path, k, seen)         a text_unique array's item k, after its separator (becomes U and V)
-  ('U', path, k, seen, raw)    under item k of a text_unique array: `raw` its text so far (every
-                               byte the tasks above consume is added); when the item ends its text
-                               must not be in `seen`, and after every byte some completion of the
-                               item must still differ from every earlier item (`_distinct`)
+  ('U', path, k, seen, raw, near)  under item k of a text_unique array: `raw` its text so far (every
+                               byte the tasks above consume is added), `near` the earlier values
+                               some completion of `raw` may still equal; when the item ends its
+                               value must not be in `seen`, and after every byte some completion of
+                               the item must still differ from every earlier item (`_distinct_ok`)
   ('S', path, prefix)          inside an enum/number text
   ('T', path, nchars, esc, pend)  inside a free-text string body
   ('G', path, n) / ('H', path, n)  members / items of an object / array inside an any-value
+  ('G', path, n, used)         the same inside a text_unique item: `used` its keys (never repeated)
   ('P', path, j, n, mask)      an object with property-count/dependency rules (`objects.py`)
   ('E', path, n, used)         an open object's extra members (after its declared fields; n
                                members in all so far, `used` the extra keys written)
@@ -42,6 +45,7 @@ from factorspec.graph.regex_lang import TOP, StringLang
 from factorspec.graph.relations import format_decimal
 from factorspec.graph.schema import Arr, LayoutNode, Obj, Scalar, TextStyle
 from factorspec.graph.spec import CompiledSpec
+from factorspec.graph.unique_values import could_equal, item_value
 
 Config = tuple  # (stack: tuple, sol: State | None)
 MASK_CACHE_BYTES = 4 << 20  # per machine: about 220 masks of a 150k-token vocabulary
@@ -181,12 +185,14 @@ class TextMachine:
             elif kind == "G" or kind == "H":
                 work.extend(self._any_parts(rest, top, sol))
             elif kind == "W":
-                work.append((rest + (("U", top[1], top[2], top[3], b""), ("V", top[1] + (top[2],))), sol))
+                work.append((rest + (("U", top[1], top[2], top[3], b"", top[3]), ("V", top[1] + (top[2],))),
+                             sol))
             elif kind == "U":  # the item ended: distinct from the earlier ones, then one of them
-                raw, a = top[4], rest[-1]
-                if raw not in top[3]:
+                a = rest[-1]
+                val = item_value(top[4])
+                if val not in top[3]:
                     assert a[0] == "A" and a[1] == top[1]
-                    work.append((rest[:-1] + (("A", a[1], a[2], a[3] | {raw}),), sol))
+                    work.append((rest[:-1] + (("A", a[1], a[2], a[3] | {val}),), sol))
             else:
                 out.append((stack, sol))
         if len(self._expand_cache) > 200_000:
@@ -212,13 +218,14 @@ class TextMachine:
             alts = [path + (("|", i),) for i in range(len(node.alts))]
             return [(rest + (("V", p),), sol) for p in alts if self.heights is None or self.fits(p)]
         if node.kind == "any":
+            g: tuple = ("G", path, 0, frozenset()) if self.unique and self.canonical(path) else ("G", path, 0)
             scalars = [(rest + (("T", path + ("#s",), 0, 0, 0), ("L", b'"')), sol),
                        (rest + (("S", path + ("#n",), b""),), sol),
                        (rest + (("L", b"true"),), sol), (rest + (("L", b"false"),), sol),
                        (rest + (("L", b"null"),), sol)]
             if self.heights is not None and self.level_at(path) >= self.max_depth:  # no room for a container
                 return scalars
-            return scalars + [(rest + (("G", path, 0), ("L", b"{")), sol),
+            return scalars + [(rest + (g, ("L", b"{")), sol),
                               (rest + (("H", path, 0), ("L", b"[")), sol)]
         return [(rest + (("S", path, b""),), sol)]
 
@@ -245,8 +252,9 @@ class TextMachine:
     def _declared(self, path: tuple) -> frozenset:
         hit = self._declared_cache.get(path)
         if hit is None:
-            node: Obj = self.node_at(path)  # type: ignore[assignment]
-            hit = self._declared_cache[path] = frozenset(f.key for f in node.fields)
+            node = self.node_at(path)  # an object, or an any-value (its objects declare nothing)
+            hit = self._declared_cache[path] = frozenset(f.key for f in node.fields) \
+                if isinstance(node, Obj) else frozenset()
         return hit
 
     def _key_byte(self, top: tuple, b: int) -> Any:
@@ -265,10 +273,14 @@ class TextMachine:
 
     def _any_parts(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
         """Inside an any-value's object (G) or array (H) with n parts written: close, or one more."""
-        kind, path, n = top
+        kind, path, n = top[:3]
         sep = self.sep if n else b""
         child = ("V", path + ("#v",))
         more: tuple
+        if kind == "G" and len(top) == 4:  # in a unique item: a key not used in this object yet
+            more = (("G", path, n + 1, top[3]), child, ("L", self.key_sep), ("X", path, 0, 0, 0, b"", top[3]),
+                    ("L", sep + b'"'))
+            return [(rest + (("L", b"}"),), sol), (rest + more, sol)]
         if kind == "G":
             more = (("G", path, n + 1), child, ("L", self.key_sep), ("T", path + ("#s",), 0, 0, 0),
                     ("L", sep + b'"'))
@@ -487,28 +499,26 @@ class TextMachine:
         if not self.unique or not any(t[0] == "U" for t in stack):
             return stack
         x = bytes([b])
-        return tuple(("U", t[1], t[2], t[3], t[4] + x) if t[0] == "U" else t for t in stack)
+        return tuple(_fed_item(t, x) if t[0] == "U" else t for t in stack)
 
     def _risky(self, stack: tuple) -> bool:
-        """Is the text of some item under way a prefix of an earlier item of its array?"""
+        """May some item under way still equal an earlier item of its array (a non-empty `near`)?"""
         for t in stack:
-            if t[0] == "U" and t[3]:
-                raw = t[4]
-                if any(e.startswith(raw) for e in t[3]):
-                    return True
+            if t[0] == "U" and t[5]:
+                return True
             elif t[0] == "W" and t[3]:  # an item about to start (after its separator)
                 return True
         return False
 
     def _distinct_ok(self, cfg: Config) -> bool:
         """Can every item under way still end distinct from the earlier items of its array (and the
-        record still end)? Item texts are canonical (one text per value), so an item can only meet
-        the earlier texts that extend its text so far: once no item's text is a prefix of an earlier
-        one, the automaton's own completions do (a later item of a text_unique array is only
-        started where a distinct one exists: this same check at its start, and
-        spec.unique_relations made sure minItems distinct items exist). Until then the search
-        follows, byte by byte, the texts on which some item stays on an earlier one's prefix; it
-        is bounded by those earlier texts' lengths."""
+        record still end)? Items are compared as values (unique_values): while no item's text may
+        still become an earlier item's value (`near` empty for every 'U' task), every completion the
+        automaton allows is distinct (a later item of a text_unique array is only started where a
+        distinct one exists: this same check at its start, and spec.unique_relations made sure
+        minItems distinct items exist). Until then the search follows, byte by byte, the texts on
+        which some item may still become an earlier value; `could_equal` is True only on a prefix
+        of a text of that value, so the search is bounded by the earlier items' lengths."""
         if not self._risky(cfg[0]):
             return True
         hit = self._distinct_cache.get(cfg)
@@ -576,7 +586,6 @@ class TextMachine:
             elif self._num_viable(path, sol, np_):
                 out.append((self._fed(stack[:-1], b) + (("S", path, np_),), sol))
             return
-        stack = self._fed(stack, b)
         if kind == "R":
             lang = self.node_at(top[1]).lang  # type: ignore[union-attr]
             assert lang is not None  # an 'R' task is only started for a string with a pattern
@@ -587,6 +596,7 @@ class TextMachine:
             nxt = regex_byte(lang, top, b)
             if nxt is None:
                 return
+            stack = self._fed(stack, b)  # (only for a byte the task takes)
             if nxt == "end":
                 out.extend(self.expand((stack[:-1], sol)))
             else:
@@ -596,6 +606,7 @@ class TextMachine:
             nxt = self._string_byte(top, b)
             if nxt is None:
                 return
+            stack = self._fed(stack, b)  # (only for a byte the task takes)
             if nxt == "end":
                 out.extend(self.expand((stack[:-1], sol)))
             else:
@@ -605,6 +616,7 @@ class TextMachine:
             nxt = key_byte(obj.keys, top, b)
             if nxt is None:
                 return
+            stack = self._fed(stack, b)  # (only for a byte the task takes)
             if nxt[0] == "end":
                 # below the key: its separator, its value (by the patterns the key matches), then
                 # the members task; record the key there
@@ -621,13 +633,14 @@ class TextMachine:
             nxt = self._key_byte(top, b)
             if nxt is None:
                 return
+            stack = self._fed(stack, b)  # (only for a byte the task takes)
             if nxt[0] == "end":
                 # below the key: its separator, its value, then the members task; record the key there
                 below = stack[:-1]
                 i = len(below) - 3
                 e = below[i]
-                assert e[0] == "E"
-                below = below[:i] + (("E", e[1], e[2], e[3] | {nxt[1]}),) + below[i + 1:]
+                assert e[0] in ("E", "G")  # an open object's members, or an any-value's in a unique item
+                below = below[:i] + ((e[0], e[1], e[2], e[3] | {nxt[1]}),) + below[i + 1:]
                 out.extend(self.expand((below, sol)))
             else:
                 out.append((stack[:-1] + (nxt,), sol))
@@ -863,6 +876,15 @@ def canonical_escape(esc: int, acc: Any, b: int) -> Any:
     return None
 
 
+def _fed_item(t: tuple, x: bytes) -> tuple:
+    """A 'U' task after byte `x`: the earlier values its text may still equal are kept."""
+    raw = t[4] + x
+    near = t[5]
+    if near:
+        near = frozenset(v for v in near if could_equal(raw, v))
+    return ("U", t[1], t[2], t[3], raw, near)
+
+
 def _any_text_unique(node: LayoutNode) -> bool:
     seen: set[int] = set()
     todo = [node]
@@ -942,7 +964,7 @@ def _sub_node(node: Scalar, p: Any) -> LayoutNode:
     if node.kind in ("union", "ref"):
         return node.alts[p[1]]
     assert node.kind == "any", node.kind
-    return _ANY_STRING if p == "#s" else _ANY_NUMBER if p == "#n" else node
+    return _ANY_STRING if p in ("#s", ("+s",)) else _ANY_NUMBER if p == "#n" else node
 
 
 def _decimals(step: Fraction) -> int:
