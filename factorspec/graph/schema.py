@@ -212,6 +212,11 @@ class Obj:
         return self.extra
 
 
+class _AbsentInOpen(SpecError):
+    """A declared property of an open object admits no value (`SchemaCompiler._object` retries
+    the object on the key-space path, which keeps the key out of the extra members)."""
+
+
 @dataclass(eq=False)
 class KeySpace:
     """The keys an object's extra members may have under patternProperties/propertyNames, exactly:
@@ -907,13 +912,26 @@ class SchemaCompiler:
         extra = None if ap is False else self.node(ap, f"{ptr}/additionalProperties", depth + 1)
         try:
             return self._object_fields(s, keys, ptr, depth, props, req, extra, explicit_closed)
+        except _AbsentInOpen as e:
+            # an open object whose declared property admits no value: that key must be absent and
+            # must not come back as an extra member; the key-space path (`_patterned`) keeps every
+            # declared key out of the extra members, so it enforces the absence exactly
+            if keys & {"dependencies", "dependentRequired"}:
+                raise SpecError(e.pointer, e.message) from None
+            return self._patterned(s, keys, ptr, depth)
         except EmptySchema:
             if extra is not None or "additionalProperties" in s or not self.open_objects:
                 raise
             # the closing narrowing (no additionalProperties: closed) must not empty a schema that
             # JSON Schema's open reading satisfies (e.g. minProperties above the declared count):
             # there the object is open, any extra member of any value, exactly as written
-            node = self._object_fields(s, keys, ptr, depth, props, req, Scalar(ptr, "any"), False)
+            try:
+                node = self._object_fields(s, keys, ptr, depth, props, req, Scalar(ptr, "any"), False)
+            except _AbsentInOpen as e:
+                if keys & {"dependencies", "dependentRequired"}:
+                    raise SpecError(e.pointer, e.message) from None
+                node = self._patterned({**s, "additionalProperties": True}, keys | {"additionalProperties"}, ptr,
+                                       depth)
             self._note(ptr, "additionalProperties", "absent, and the closed narrowing admits no object: open "
                        "(extra members of any value)")
             return node
@@ -930,7 +948,7 @@ class SchemaCompiler:
                 if k in req:
                     raise
                 if extra is not None:  # an open object would take the key back as an extra member
-                    raise SpecError(e.pointer, f"{e.message}; the property must then be absent, which an open "
+                    raise _AbsentInOpen(e.pointer, f"{e.message}; the property must then be absent, which an open "
                                     "object (additionalProperties true or a schema) cannot enforce here") from None
                 # JSON Schema: an optional property whose schema admits no value must be absent
                 self._note(f"{ptr}/properties/{escape_pointer(k)}", "", f"admits no value ({e.message}): the "
