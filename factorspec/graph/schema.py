@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
+from factorspec.graph import metaschemas
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
 from factorspec.graph.limits import MAX_VIOLATIONS
@@ -322,7 +323,11 @@ class SchemaCompiler:
     MAX_DEPTH = 64
 
     def __init__(self, doc: dict, open_objects: bool = True) -> None:
-        self.doc = doc
+        # references into the official meta-schemas: copied into the document (metaschemas.py)
+        remote = metaschemas.remote_refs(doc) if isinstance(doc, dict) and metaschemas.REMOTE_KEY not in doc else []
+        remote = [n for n in remote if metaschemas.load(n) is not None]
+        self._remote = {n: i for i, n in enumerate(remote)}
+        self.doc = metaschemas.embed(doc, remote) if remote else doc
         # additionalProperties true/schema: open (the default; extra members after the declared
         # fields), or with open_objects=False closed like an object without the keyword (a sound
         # narrowing, noted in the report)
@@ -357,9 +362,14 @@ class SchemaCompiler:
             base, _, frag = ref.partition("#")
             if base and base == self._root_id():
                 ref = "#" + frag
+        if isinstance(ref, str) and not ref.startswith("#"):
+            name = metaschemas.meta_schema_base(ref)
+            frag = ref.partition("#")[2]
+            if name in self._remote and (not frag or frag.startswith("/")):
+                ref = f"#/{metaschemas.REMOTE_KEY}/{self._remote[name]}{frag}"
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...', '#anchor' or the document's own "
-                            f"id) are supported, got {ref!r}")
+                            f"id, or a draft-04/06/07 meta-schema URI) are supported, got {ref!r}")
         frag = urllib.parse.unquote(ref[1:])
         if frag and not frag.startswith("/"):
             anchors = self._anchors()
@@ -476,7 +486,8 @@ class SchemaCompiler:
                     raise SpecError(f"{ptr}/{k}", f"{k!r} is only allowed at the root of the spec")
             elif k == "format":
                 self._note(ptr, k, f"format {v!r} is an annotation: not enforced")
-            elif k not in ANNOTATIONS and k not in ("$defs", "definitions"):
+            elif k not in ANNOTATIONS and k not in ("$defs", "definitions") and not (
+                    k == metaschemas.REMOTE_KEY and ptr == "" and self._remote):
                 self._note(ptr, k, "not a validation keyword: ignored")
         return keys
 
