@@ -16,6 +16,7 @@ are written without exponent; texts are compact (separators from `TextStyle`).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import urllib.parse
@@ -661,6 +662,9 @@ class SchemaCompiler:
                 return base
         if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
+        if isinstance(base, Scalar) and base.kind in ("integer", "fixed", "number") and not excludes_integers(
+                s["not"]) and not (base.finite and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
+            return self._punctured(base, s["not"], ptr)
         if not (isinstance(base, Scalar) and base.kind in ("integer", "fixed") and base.finite
                 and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
             what = base.kind if isinstance(base, Scalar) else type(base).__name__.lower()
@@ -675,6 +679,38 @@ class SchemaCompiler:
         if not values:
             raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
         return Scalar(ptr, "enum", values=values)
+
+    def _punctured(self, base: Scalar, exclusion: Any, ptr: str) -> LayoutNode:
+        """A large or unbounded integer/fixed-point range, or a free number, minus finitely many
+        values: the union of the ranges between them (for a free number: open at each removed
+        value), exactly; the text automaton then knows a value is allowed when its number ends."""
+        cuts: set[Fraction] = set()
+        for x in excluded_values(exclusion):
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+                cuts.add(Fraction(str(x)) if isinstance(x, float) else Fraction(x))
+        alts: list[LayoutNode] = []
+        if base.kind == "number":
+            inside = sorted(v for v in cuts if base.number_within(v))
+            if not inside:
+                return base
+            bounds = [(base.nlo, base.nlo_open)] + [(v, True) for v in inside]
+            ends = [(v, True) for v in inside] + [(base.nhi, base.nhi_open)]
+            for (lo, lo_open), (hi, hi_open) in zip(bounds, ends):
+                alts.append(dataclasses.replace(base, nlo=lo, nlo_open=lo_open, nhi=hi, nhi_open=hi_open))
+        else:
+            units = sorted({int(v / base.step) for v in cuts if (v / base.step).denominator == 1})
+            units = [u for u in units if (base.lo is None or u >= base.lo) and (base.hi is None or u <= base.hi)]
+            if not units:
+                return base
+            edges: list[Optional[int]] = [base.lo] + [u + 1 for u in units]
+            tops: list[Optional[int]] = [u - 1 for u in units] + [base.hi]
+            for lo, hi in zip(edges, tops):
+                if lo is None or hi is None or lo <= hi:
+                    alts.append(dataclasses.replace(base, lo=lo, hi=hi))
+        self._note(ptr, "not", f"the values it excludes split the range into {len(alts)} ranges")
+        if not alts:
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
+        return alts[0] if len(alts) == 1 else Scalar(ptr, "union", alts=alts)
 
     def _ref_siblings_ignored(self) -> bool:
         """Drafts 4, 6 and 7 ignore every keyword beside `$ref`; later drafts (and a document
