@@ -693,17 +693,17 @@ class SchemaCompiler:
             inside = sorted(v for v in cuts if base.number_within(v))
             if not inside:
                 return base
-            bounds = [(base.nlo, base.nlo_open)] + [(v, True) for v in inside]
-            ends = [(v, True) for v in inside] + [(base.nhi, base.nhi_open)]
-            for (lo, lo_open), (hi, hi_open) in zip(bounds, ends):
-                alts.append(dataclasses.replace(base, nlo=lo, nlo_open=lo_open, nhi=hi, nhi_open=hi_open))
+            bounds: list[tuple[Optional[Fraction], bool]] = [(base.nlo, base.nlo_open)] + [(v, True) for v in inside]
+            ends: list[tuple[Optional[Fraction], bool]] = [(v, True) for v in inside] + [(base.nhi, base.nhi_open)]
+            for (nlo, lo_open), (nhi, hi_open) in zip(bounds, ends):
+                alts.append(dataclasses.replace(base, nlo=nlo, nlo_open=lo_open, nhi=nhi, nhi_open=hi_open))
         else:
             units = sorted({int(v / base.step) for v in cuts if (v / base.step).denominator == 1})
             units = [u for u in units if (base.lo is None or u >= base.lo) and (base.hi is None or u <= base.hi)]
             if not units:
                 return base
-            edges: list[Optional[int]] = [base.lo] + [u + 1 for u in units]
-            tops: list[Optional[int]] = [u - 1 for u in units] + [base.hi]
+            edges: list[Optional[int]] = [base.lo, *[u + 1 for u in units]]
+            tops: list[Optional[int]] = [*[u - 1 for u in units], base.hi]
             for lo, hi in zip(edges, tops):
                 if lo is None or hi is None or lo <= hi:
                     alts.append(dataclasses.replace(base, lo=lo, hi=hi))
