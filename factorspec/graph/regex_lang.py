@@ -523,8 +523,57 @@ def compile_pattern(src: str, ptr: str, wide: bool = False) -> Dfa:
     return _dfa_of(_Parser(src, ptr).parse(), src, ptr, wide)
 
 
+def _plain(node: Any) -> bool:
+    """No anchor or assertion anywhere inside."""
+    kind = node[0]
+    if kind in ("bol", "eol", "look", "wordb"):
+        return False
+    if kind in ("cat", "alt"):
+        return all(_plain(x) for x in node[1])
+    return kind == "set" or _plain(node[1])
+
+
+def _nullable(node: Any) -> bool:
+    kind = node[0]
+    if kind == "cat":
+        return all(_nullable(x) for x in node[1])
+    if kind == "alt":
+        return any(_nullable(x) for x in node[1])
+    if kind == "rep":
+        return node[2] == 0 or _nullable(node[1])
+    return False
+
+
+def _search_core(node: Any) -> Any:
+    """The same search language with less to track: a search is .* P .*, so a plain part of P
+    that matches the empty string adds nothing at either end (.* A B .* = .* A .* when B is
+    nullable), and X{n,m} at an end is X{n}. Unanchored patterns with long optional tails (URI
+    patterns) otherwise blow up the subset construction before minimization shrinks them."""
+    if node[0] == "alt":
+        return ("alt", [_search_core(x) for x in node[1]])
+    if node[0] == "rep" and _plain(node) and node[2] >= 1:
+        return ("rep", node[1], node[2], node[2])
+    if node[0] != "cat":
+        return node
+    items: list[Any] = []
+    for x in node[1]:
+        items += x[1] if x[0] == "cat" else [x]
+    while items and _plain(items[-1]) and _nullable(items[-1]):
+        items.pop()
+    while items and _plain(items[0]) and _nullable(items[0]):
+        items.pop(0)
+    if len(items) == 1:
+        return _search_core(items[0])
+    if items and items[-1][0] == "rep" and _plain(items[-1]) and items[-1][2] >= 1:
+        items[-1] = ("rep", items[-1][1], items[-1][2], items[-1][2])
+    if items and items[0][0] == "rep" and _plain(items[0]) and items[0][2] >= 1:
+        items[0] = ("rep", items[0][1], items[0][2], items[0][2])
+    return ("cat", items)
+
+
 def _dfa_of(ast: Any, src: str, ptr: str, wide: bool) -> Dfa:
     """The unanchored-search DFA of a parsed pattern (see `compile_pattern`)."""
+    ast = _search_core(ast)
     nfa = _Nfa(ptr, wide)
     a, b = nfa.build(ast)
     if nfa.looks or any(x in ("b", "B") for anchors in nfa.anchors for x, _ in anchors):

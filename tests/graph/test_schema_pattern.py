@@ -15,6 +15,7 @@ import pytest
 
 from factorspec.errors import SpecError
 from factorspec.graph import compile_spec
+from factorspec.graph.regex_lang import compile_pattern
 from factorspec.graph.masks import boundary_mask
 from factorspec.graph.matcher import Matcher
 from factorspec.graph.regex_lang import pattern_lang
@@ -66,6 +67,13 @@ PATTERNS: list[tuple[str, int, Optional[int]]] = [
     ("\\Ba\\B", 0, None),
     ("^\\b1\\b$", 0, None),
     ("\\b(?!a)", 0, 3),
+    # nullable ends and repeat counts at the ends of a search (regex_lang._search_core)
+    ("a(b|)1?", 0, None),
+    ("(-a*)?b{2,3}(1|-)*", 0, None),
+    ("[ab]{2,3}-?", 0, 3),
+    ("^a(b)?", 0, None),
+    ("-?a{1,2}$", 0, None),
+    ("(a|b-?)(1)?", 0, None),
 ]
 
 
@@ -404,3 +412,18 @@ def test_refused_object_pattern_shapes(doc: dict, pointer: str, needle: str) -> 
     with pytest.raises(SpecError) as ei:
         compile_spec(doc)
     assert ei.value.pointer == pointer and needle in str(ei.value), str(ei.value)
+
+
+def test_unanchored_patterns_with_long_optional_tails_stay_small() -> None:
+    """A URI pattern (Github_medium/o19005) whose search language is just "a scheme and ':'
+    somewhere": the optional tail adds nothing to a search, and its DFA is tiny."""
+    uri = ("([A-Za-z][A-Za-z0-9+\\-.]*):(?:(//)(?:((?:[A-Za-z0-9\\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*)@)?"
+           "((?:(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\\.){3}(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)|"
+           "(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*))(?::([0-9]*))?((?:/(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@]"
+           "|%[0-9A-Fa-f]{2})*)*)|)(?:\\?((?:[A-Za-z0-9\\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*))?")
+    d = compile_pattern(uri, "/pattern")
+    assert len(d.trans) <= 4
+    rx = re.compile(uri)
+    for s in ["", "a", "a:", "1:", ":", "ab+c:x", "http://x.y/z?q", "-a:", "é:", "a1", "%a:"]:
+        q = d.run(s)
+        assert (q >= 0 and d.labels[q] is True) == bool(rx.search(s)), s
