@@ -15,10 +15,9 @@ import pytest
 
 from factorspec.errors import SpecError
 from factorspec.graph import compile_spec
-from factorspec.graph.regex_lang import compile_pattern
 from factorspec.graph.masks import boundary_mask
 from factorspec.graph.matcher import Matcher
-from factorspec.graph.regex_lang import pattern_lang
+from factorspec.graph.regex_lang import compile_pattern, pattern_lang
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.token_vocab import TokenVocab, unpack_mask
 from tests.graph.walks import token_definition
