@@ -15,8 +15,12 @@ points into classes, and it lets the semantics be chosen exactly:
 - Lone surrogates (U+D800-U+DFFF) are not characters here: no string holds one.
 - Lookaheads right after a leading `^` (`^(?!X)R`, common in schemas) are intersections with the
   (complement of the) strings that have a prefix matching X.
-- Refused with a `SpecError` naming the pattern's pointer: other lookaround, backreferences, `\\b`/`\\B`,
-  `\\p{...}`, `\\cX`, unknown letter escapes, `{` that is not a quantifier, empty classes.
+- Lookaheads anywhere else and word boundaries `\\b`/`\\B` are obligations carried by the threads
+  of the subset construction (`_asserting_dfa`): exact, a regular language. A boundary must hold
+  under both readings of `\\w` at its position (a narrowing where they differ: non-ASCII letters).
+- Refused with a `SpecError` naming the pattern's pointer: lookbehind, a lookahead, `^` or `\\b`
+  inside a lookahead, backreferences, `\\p{...}`, `\\cX`, unknown letter escapes, `{` that is not
+  a quantifier, empty classes.
 Budgets are explicit: MAX_NFA_STATES, MAX_DFA_STATES, MAX_REPEAT.
 """
 from __future__ import annotations
@@ -155,8 +159,9 @@ _SHORT = {"t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
 # AST: ("set", CharSet) | ("cat", [ast]) | ("alt", [ast]) | ("rep", ast, lo, hi|None) | ("bol",) | ("eol",)
 
 class _Parser:
-    def __init__(self, src: str, ptr: str) -> None:
+    def __init__(self, src: str, ptr: str, in_look: bool = False) -> None:
         self.s, self.i, self.ptr = src, 0, ptr
+        self.in_look = in_look  # the body of a lookahead: no '^', '\\b' or nested lookahead
 
     def err(self, msg: str) -> SpecError:
         return SpecError(self.ptr, f"pattern {self.s[:80]!r}: {msg} (at offset {self.i})")
@@ -203,8 +208,8 @@ class _Parser:
                 self.i = m.end()
             else:
                 return atom
-            if atom[0] in ("bol", "eol"):
-                raise self.err("a quantifier after an anchor")
+            if atom[0] in ("bol", "eol", "look", "wordb"):
+                raise self.err("a quantifier after an anchor or assertion")
             if self.peek() == "?":  # lazy: the same language
                 self.i += 1
             if self.peek() in ("*", "+", "?", "{"):
@@ -223,8 +228,21 @@ class _Parser:
                 if not m:
                     raise self.err("a malformed named group")
                 self.i = m.end()
+            elif self.s.startswith(("?=", "?!"), self.i):
+                if self.in_look:
+                    raise self.err("a lookahead inside a lookahead is not supported")
+                self.i += 2
+                at = self.i
+                self.alt()
+                if self.peek() != ")":
+                    raise self.err("missing ')'")
+                body = self.s[at:self.i]
+                self.i += 1
+                return ("look", body, self.s[at - 1] == "=")
+            elif self.s.startswith(("?<=", "?<!"), self.i):
+                raise self.err("lookbehind assertions are not supported")
             elif self.peek() == "?":
-                raise self.err("lookaround and other '(?...)' groups are not supported (no regular language)")
+                raise self.err("'(?...)' groups other than '(?:', named groups and lookaheads are not supported")
             node = self.alt()
             if self.peek() != ")":
                 raise self.err("missing ')'")
@@ -239,6 +257,8 @@ class _Parser:
         if c == "{":
             raise self.err("'{' that is not a quantifier {n}, {n,} or {n,m} (escape it as '\\{')")
         if c == "^":
+            if self.in_look:
+                raise self.err("'^' inside a lookahead is not supported")
             return ("bol",)
         if c == "$":
             return ("eol",)
@@ -262,7 +282,9 @@ class _Parser:
         if c == "b" and in_class:
             return ("set", _lit(8))
         if c in "bB":
-            raise self.err("word-boundary assertions (\\b, \\B) are not supported")
+            if self.in_look:
+                raise self.err("a word-boundary assertion (\\b, \\B) inside a lookahead is not supported")
+            return ("wordb", c == "b")
         if c == "0" and not (self.peek() or "").isdigit():
             return ("set", _lit(0))
         if c.isdigit():
@@ -348,6 +370,7 @@ class _Nfa:
         self.eps: list[list[int]] = []
         self.chars: list[list[tuple[Iv, int]]] = []
         self.anchors: list[list[tuple[str, int]]] = []
+        self.looks: list[tuple[str, bool]] = []  # lookahead bodies (source) and polarity
         self.ptr = ptr
 
     def new(self) -> int:
@@ -376,6 +399,15 @@ class _Nfa:
         if kind in ("bol", "eol"):
             e = self.new()
             self.anchors[s].append(("^" if kind == "bol" else "$", e))
+            return s, e
+        if kind == "look":  # ("look", body, positive): obligation number len(self.looks)
+            e = self.new()
+            self.anchors[s].append((f"L{len(self.looks)}", e))
+            self.looks.append((node[1], node[2]))
+            return s, e
+        if kind == "wordb":
+            e = self.new()
+            self.anchors[s].append(("b" if node[1] else "B", e))
             return s, e
         if kind == "cat":
             cur = s
@@ -488,9 +520,64 @@ def compile_pattern(src: str, ptr: str, wide: bool = False) -> Dfa:
             assert isinstance(lab, tuple)
             labels.append(bool(lab[0]) and all(m == pos for m, (_, pos) in zip(lab[1:], looks)))
         return _minimize(Dfa(d.starts, d.trans, labels))
-    ast = _Parser(src, ptr).parse()
+    return _dfa_of(_Parser(src, ptr).parse(), src, ptr, wide)
+
+
+def _plain(node: Any) -> bool:
+    """No anchor or assertion anywhere inside."""
+    kind = node[0]
+    if kind in ("bol", "eol", "look", "wordb"):
+        return False
+    if kind in ("cat", "alt"):
+        return all(_plain(x) for x in node[1])
+    return kind == "set" or _plain(node[1])
+
+
+def _nullable(node: Any) -> bool:
+    kind = node[0]
+    if kind == "cat":
+        return all(_nullable(x) for x in node[1])
+    if kind == "alt":
+        return any(_nullable(x) for x in node[1])
+    if kind == "rep":
+        return node[2] == 0 or _nullable(node[1])
+    return False
+
+
+def _search_core(node: Any) -> Any:
+    """The same search language with less to track: a search is .* P .*, so a plain part of P
+    that matches the empty string adds nothing at either end (.* A B .* = .* A .* when B is
+    nullable), and X{n,m} at an end is X{n}. Unanchored patterns with long optional tails (URI
+    patterns) otherwise blow up the subset construction before minimization shrinks them."""
+    if node[0] == "alt":
+        return ("alt", [_search_core(x) for x in node[1]])
+    if node[0] == "rep" and _plain(node) and node[2] >= 1:
+        return ("rep", node[1], node[2], node[2])
+    if node[0] != "cat":
+        return node
+    items: list[Any] = []
+    for x in node[1]:
+        items += x[1] if x[0] == "cat" else [x]
+    while items and _plain(items[-1]) and _nullable(items[-1]):
+        items.pop()
+    while items and _plain(items[0]) and _nullable(items[0]):
+        items.pop(0)
+    if len(items) == 1:
+        return _search_core(items[0])
+    if items and items[-1][0] == "rep" and _plain(items[-1]) and items[-1][2] >= 1:
+        items[-1] = ("rep", items[-1][1], items[-1][2], items[-1][2])
+    if items and items[0][0] == "rep" and _plain(items[0]) and items[0][2] >= 1:
+        items[0] = ("rep", items[0][1], items[0][2], items[0][2])
+    return ("cat", items)
+
+
+def _dfa_of(ast: Any, src: str, ptr: str, wide: bool) -> Dfa:
+    """The unanchored-search DFA of a parsed pattern (see `compile_pattern`)."""
+    ast = _search_core(ast)
     nfa = _Nfa(ptr, wide)
     a, b = nfa.build(ast)
+    if nfa.looks or any(x in ("b", "B") for anchors in nfa.anchors for x, _ in anchors):
+        return _asserting_dfa(nfa, a, b, src, ptr, wide)
     start = nfa.new()
     final = nfa.new()
     nfa.chars[start].append((UNIVERSE, start))  # unanchored: any prefix
@@ -545,8 +632,227 @@ def compile_pattern(src: str, ptr: str, wide: bool = False) -> Dfa:
                 order.append(tgt)
             row.append(j)
         trans.append(row)
-    labels = [final in _closure(nfa, st, i == 0, True) for i, st in enumerate(order)]
+    labels: list[Hashable] = [final in _closure(nfa, st, i == 0, True) for i, st in enumerate(order)]
     return _minimize(_merge_classes(Dfa(starts, trans, labels)))
+
+
+# -- lookaheads and word boundaries anywhere: obligations carried by the NFA threads ---------------
+#
+# A lookahead (?=X) / (?!X) crossed at position i holds iff the rest of the string (from i) is /
+# is not in M(X) = "some prefix matches X" (the DFA of '^(?:X)' over that rest, `$` inside X meaning
+# the very end). A thread of the subset construction that crosses it carries the obligation (that
+# DFA, its state), advanced by every later character, and checked by its label at the end of the
+# string: a regular language, exactly. `\b`/`\B` at position i compare the word-ness of the
+# character before i (kept in the DFA state) with the one after i: once the previous character is
+# known, it is a one-character lookahead. Obligations that can no longer fail are dropped, threads
+# whose obligation can no longer hold die, so the state sets stay small.
+
+def _obligation(d: Dfa, negate: bool) -> tuple[Dfa, list[bool], list[bool]]:
+    """(DFA whose label True means "satisfied if the string ends here", sure[q], dead[q])."""
+    labels: list[Hashable] = [(not lab) if negate else bool(lab) for lab in d.labels]
+    n = len(d.trans)
+    reach = [{q} for q in range(n)]
+    changed = True
+    while changed:  # transitive closure (these DFAs are small)
+        changed = False
+        for q in range(n):
+            new = set(reach[q])
+            for r in reach[q]:
+                new.update(x for x in d.trans[r] if x >= 0)
+            if len(new) > len(reach[q]):
+                reach[q], changed = new, True
+    sure = [all(labels[r] for r in reach[q]) for q in range(n)]
+    dead = [not any(labels[r] for r in reach[q]) for q in range(n)]
+    return Dfa(d.starts, d.trans, labels), sure, dead
+
+
+def inside(iv: Iv, cp: int) -> bool:
+    """Is code point cp in the interval set iv?"""
+    i = bisect.bisect_right(iv, (cp, TOP)) - 1
+    return i >= 0 and iv[i][0] <= cp <= iv[i][1]
+
+
+def _word_sets() -> tuple[Iv, Iv]:
+    """\\w as ECMA-262 reads it and as Python's `re` reads it (their \\b uses these)."""
+    return _ECMA["w"], _intersect(_python_class("w"), UNIVERSE)
+
+
+def _boundary_dfa(boundary: bool, prev: tuple[bool, bool], wide: bool) -> Dfa:
+    """`\\b` (boundary) or `\\B` after a character of word-ness prev = (ECMA-262 \\w, Python \\w),
+    as a one-character lookahead: the next character (or the end, a non-word position) must make
+    the word-ness differ (\\b) or agree (\\B) under both readings (under either, if `wide`)."""
+    we, wp = _word_sets()
+    cuts = {0, SURR[0], SURR[1] + 1}
+    for iv in (we, wp):
+        for lo, hi in iv:
+            cuts.update((lo, hi + 1))
+    starts = sorted(c for c in cuts if c < TOP)
+
+    def ok(e: bool, p: bool) -> bool:
+        a, b = (e != prev[0], p != prev[1]) if boundary else (e == prev[0], p == prev[1])
+        return (a or b) if wide else (a and b)
+
+    row = [-1 if s == SURR[0] else 1 if ok(inside(we, s), inside(wp, s)) else 2 for s in starts]
+    sinks = [[q if s != SURR[0] else -1 for s in starts] for q in (1, 2)]
+    labels: list[Hashable] = [ok(False, False), True, False]
+    return Dfa(starts, [row] + sinks, labels)
+
+
+def _body_dfa(body: str, ptr: str, wide: bool) -> Dfa:
+    """M(X): the strings with a prefix matching the lookahead body X."""
+    ast = _Parser(body, ptr, in_look=True).parse()
+    return _dfa_of(("cat", [("bol",), ast]), body, ptr, wide)
+
+
+def _asserting_dfa(nfa: _Nfa, a: int, b: int, src: str, ptr: str, wide: bool) -> Dfa:
+    """Subset construction over threads (NFA state, obligations) for patterns with lookaheads or
+    word boundaries (see the comment above `_obligation`)."""
+    start, final = nfa.new(), nfa.new()
+    nfa.chars[start].append((UNIVERSE, start))
+    nfa.eps[start].append(a)
+    nfa.eps[b].append(final)
+    nfa.chars[final].append((UNIVERSE, final))
+    obls: list[tuple[Dfa, list[bool], list[bool]]] = []
+    look_ids = []
+    for body, pos in nfa.looks:
+        look_ids.append(len(obls))
+        # a positive body is read like the pattern; a negative one the other way (its complement)
+        obls.append(_obligation(_body_dfa(body, ptr, wide if pos else not wide), negate=not pos))
+    has_wb = any(x in ("b", "B") for anchors in nfa.anchors for x, _ in anchors)
+    wb_ids: dict[tuple[bool, tuple[bool, bool]], int] = {}
+    if has_wb:
+        for kind in (True, False):
+            for prev in ((False, False), (False, True), (True, False), (True, True)):
+                wb_ids[(kind, prev)] = len(obls)
+                obls.append(_obligation(_boundary_dfa(kind, prev, wide), negate=False))
+    cuts = {0, SURR[0], SURR[1] + 1, TOP}
+    for edges in nfa.chars:
+        for iv, _ in edges:
+            for lo, hi in iv:
+                cuts.update((lo, hi + 1))
+    for d, _, _ in obls:
+        cuts.update(d.starts)
+    starts = sorted(cuts)[:-1]
+    maps = [[d.cls(s) for s in starts] for d, _, _ in obls]
+    we, wp = _word_sets()
+    wordness = [(inside(we, s), inside(wp, s)) for s in starts]
+
+    def classes_of(iv: Iv) -> list[int]:
+        out = []
+        for lo, hi in iv:
+            i = bisect.bisect_right(starts, lo) - 1
+            while i < len(starts) and starts[i] <= hi:
+                out.append(i)
+                i += 1
+        return out
+
+    edge_classes = [[(set(classes_of(iv)), t) for iv, t in edges] for edges in nfa.chars]
+    surr = bisect.bisect_right(starts, SURR[0]) - 1
+    # classes that no edge, obligation or word-ness tells apart move every state alike: one
+    # representative each (Python's \\w alone cuts the code points into hundreds of classes)
+    members: dict[tuple, list[int]] = {}
+    for c in range(len(starts)):
+        sig = (tuple((s, i) for s, edges in enumerate(edge_classes) for i, (cl, _) in enumerate(edges) if c in cl),
+               tuple(tuple(row[m[c]] for row in d.trans) for (d, _, _), m in zip(obls, maps)), wordness[c], c == surr)
+        members.setdefault(sig, []).append(c)
+    rep = [0] * len(starts)
+    for cs in members.values():
+        for c in cs:
+            rep[c] = cs[0]
+    Thread = tuple[int, frozenset]
+
+    def add(o: frozenset, oid: int, q: int) -> Optional[frozenset]:
+        _, sure, dead = obls[oid]
+        if q < 0 or dead[q]:
+            return None
+        return o if sure[q] else o | {(oid, q)}
+
+    def closure(threads: set[Thread], at_start: bool, at_end: bool, prev: tuple[bool, bool]) -> frozenset:
+        out = set(threads)
+        work = list(threads)
+        while work:
+            s, o = work.pop()
+            nxt: list[Thread] = [(t, o) for t in nfa.eps[s]]
+            for x, t in nfa.anchors[s]:
+                if (x == "^" and at_start) or (x == "$" and at_end):
+                    nxt.append((t, o))
+                elif x[0] == "L" or x in ("b", "B"):
+                    oid = look_ids[int(x[1:])] if x[0] == "L" else wb_ids[(x == "b", prev)]
+                    o2 = add(o, oid, 0)
+                    if o2 is not None:
+                        nxt.append((t, o2))
+            for th in nxt:
+                if th not in out:
+                    out.add(th)
+                    work.append(th)
+        # a thread whose obligations include another's on the same NFA state adds nothing
+        by_state: dict[int, list[frozenset]] = {}
+        for s, o in out:
+            by_state.setdefault(s, []).append(o)
+        kept = set()
+        for s, os_ in by_state.items():
+            for o in os_:
+                if not any(p < o for p in os_):
+                    kept.add((s, o))
+        return frozenset(kept)
+
+    def accepting(threads: frozenset, at_start: bool, prev: tuple[bool, bool]) -> bool:
+        for s, o in closure(set(threads), at_start, True, prev):
+            if s == final and all(obls[oid][0].labels[q] for oid, q in o):
+                return True
+        return False
+
+    none = (False, False)  # before the first character: a non-word position
+    memo: dict[tuple, frozenset] = {}
+    init = (closure({(start, frozenset())}, True, False, none), none)
+    index: dict[tuple, int] = {init: 0}
+    order = [init]
+    trans: list[list[int]] = []
+    k = 0
+    while k < len(order):
+        threads, _prev = order[k]
+        k += 1
+        row: list[int] = []
+        for c in range(len(starts)):
+            if c == surr:
+                row.append(-1)
+                continue
+            if rep[c] != c:
+                row.append(row[rep[c]])
+                continue
+            moved: set[Thread] = set()
+            for s, o in threads:
+                targets = [t for cl, t in edge_classes[s] if c in cl]
+                if not targets:
+                    continue
+                o2: Optional[frozenset] = frozenset()
+                for oid, q in o:
+                    o2 = add(o2, oid, obls[oid][0].trans[q][maps[oid][c]]) if o2 is not None else None
+                if o2 is None:
+                    continue
+                moved.update((t, o2) for t in targets)
+            prev = wordness[c] if has_wb else none
+            key = (frozenset(moved), prev)
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = closure(moved, False, False, prev)
+            tgt = (hit, prev)
+            j = index.get(tgt)
+            if j is None:
+                if len(order) >= MAX_DFA_STATES:
+                    raise SpecError(ptr, f"pattern {src[:80]!r}: its automaton exceeds {MAX_DFA_STATES} DFA "
+                                         "states (budget)")
+                j = index[tgt] = len(order)
+                order.append(tgt)
+            row.append(j)
+        trans.append(row)
+    labels: list[Hashable] = [accepting(th, i == 0, prev) for i, (th, prev) in enumerate(order)]
+    # minimize over the representative classes only, then spread the columns back
+    reps = sorted(set(rep))
+    col = {r: i for i, r in enumerate(reps)}
+    small = _minimize(Dfa(list(range(len(reps))), [[row[r] for r in reps] for row in trans], labels), merge=False)
+    full = [[srow[col[rep[c]]] for c in range(len(starts))] for srow in small.trans]
+    return _merge_classes(Dfa(starts, full, small.labels))
 
 
 def _merge_classes(d: Dfa) -> Dfa:
@@ -560,8 +866,9 @@ def _merge_classes(d: Dfa) -> Dfa:
     return Dfa([d.starts[c] for c in keep], [[row[c] for c in keep] for row in d.trans], d.labels)
 
 
-def _minimize(d: Dfa) -> Dfa:
-    """Moore's partition refinement: equivalent states (same label, same class moves) merged."""
+def _minimize(d: Dfa, merge: bool = True) -> Dfa:
+    """Moore's partition refinement: equivalent states (same label, same class moves) merged
+    (then adjacent equal classes, unless `merge` is False: the classes stay as they are)."""
     n = len(d.trans)
     ids: dict[Hashable, int] = {}
     part = [ids.setdefault(lab, len(ids)) for lab in d.labels]
@@ -583,7 +890,7 @@ def _minimize(d: Dfa) -> Dfa:
         r = remap[part[q]]
         trans[r] = [remap[part[t]] if t >= 0 else -1 for t in d.trans[q]]
         labels[r] = d.labels[q]
-    return _merge_classes(Dfa(d.starts, trans, labels)) if m < n else d
+    return (_merge_classes(Dfa(d.starts, trans, labels)) if merge else Dfa(d.starts, trans, labels)) if m < n else d
 
 
 def product(dfas: Sequence[Dfa], ptr: str) -> Dfa:

@@ -17,6 +17,7 @@ are written without exponent; texts are compact (separators from `TextStyle`).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import math
 import urllib.parse
@@ -25,6 +26,7 @@ from fractions import Fraction
 from typing import Any, Optional, Union, cast
 
 from factorspec.errors import EmptySchema, SpecError
+from factorspec.graph import metaschemas
 from factorspec.graph.all_of import merge_all_of
 from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
 from factorspec.graph.exclusive import exclusive_terms
@@ -325,7 +327,8 @@ LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the templ
 
 
 class _MustBeAbsent(SpecError):
-    """An optional property admits no value in an open object (see `_object`'s fallback)."""
+    """An optional property admits no value in an open object (`SchemaCompiler._object` retries
+    the object on the key-space path, which keeps the key out of the extra members)."""
 
 
 def _num(v: Any, ptr: str, kw: str) -> Fraction:
@@ -359,7 +362,11 @@ class SchemaCompiler:
     MAX_DEPTH = 64
 
     def __init__(self, doc: dict, open_objects: bool = True) -> None:
-        self.doc = doc
+        # references into the official meta-schemas: copied into the document (metaschemas.py)
+        remote = metaschemas.remote_refs(doc) if isinstance(doc, dict) and metaschemas.REMOTE_KEY not in doc else []
+        remote = [n for n in remote if metaschemas.load(n) is not None]
+        self._remote = {n: i for i, n in enumerate(remote)}
+        self.doc = metaschemas.embed(doc, remote) if remote else doc
         # additionalProperties true/schema: open (the default; extra members after the declared
         # fields), or with open_objects=False closed like an object without the keyword (a sound
         # narrowing, noted in the report)
@@ -398,9 +405,14 @@ class SchemaCompiler:
             base, _, frag = ref.partition("#")
             if base and base == self._root_id():
                 ref = "#" + frag
+        if isinstance(ref, str) and not ref.startswith("#"):
+            name = metaschemas.meta_schema_base(ref)
+            frag = ref.partition("#")[2]
+            if name in self._remote and (not frag or frag.startswith("/")):
+                ref = f"#/{metaschemas.REMOTE_KEY}/{self._remote[name]}{frag}"
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...', '#anchor' or the document's own "
-                            f"id) are supported, got {ref!r}")
+                            f"id, or a draft-04/06/07 meta-schema URI) are supported, got {ref!r}")
         frag = urllib.parse.unquote(ref[1:])
         if frag and not frag.startswith("/"):
             anchors = self._anchors()
@@ -517,7 +529,8 @@ class SchemaCompiler:
                     raise SpecError(f"{ptr}/{k}", f"{k!r} is only allowed at the root of the spec")
             elif k == "format":
                 self._note(ptr, k, f"format {v!r} is an annotation: not enforced")
-            elif k not in ANNOTATIONS and k not in ("$defs", "definitions"):
+            elif k not in ANNOTATIONS and k not in ("$defs", "definitions") and not (
+                    k == metaschemas.REMOTE_KEY and ptr == "" and self._remote):
                 self._note(ptr, k, "not a validation keyword: ignored")
         return keys
 
@@ -691,6 +704,9 @@ class SchemaCompiler:
                 return base
         if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
+        if isinstance(base, Scalar) and base.kind in ("integer", "fixed", "number") and not excludes_integers(
+                s["not"]) and not (base.finite and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
+            return self._punctured(base, s["not"], ptr)
         if not (isinstance(base, Scalar) and base.kind in ("integer", "fixed") and base.finite
                 and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
             what = base.kind if isinstance(base, Scalar) else type(base).__name__.lower()
@@ -705,6 +721,38 @@ class SchemaCompiler:
         if not values:
             raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
         return Scalar(ptr, "enum", values=values)
+
+    def _punctured(self, base: Scalar, exclusion: Any, ptr: str) -> LayoutNode:
+        """A large or unbounded integer/fixed-point range, or a free number, minus finitely many
+        values: the union of the ranges between them (for a free number: open at each removed
+        value), exactly; the text automaton then knows a value is allowed when its number ends."""
+        cuts: set[Fraction] = set()
+        for x in excluded_values(exclusion):
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+                cuts.add(Fraction(str(x)) if isinstance(x, float) else Fraction(x))
+        alts: list[LayoutNode] = []
+        if base.kind == "number":
+            inside = sorted(v for v in cuts if base.number_within(v))
+            if not inside:
+                return base
+            bounds: list[tuple[Optional[Fraction], bool]] = [(base.nlo, base.nlo_open)] + [(v, True) for v in inside]
+            ends: list[tuple[Optional[Fraction], bool]] = [(v, True) for v in inside] + [(base.nhi, base.nhi_open)]
+            for (nlo, lo_open), (nhi, hi_open) in zip(bounds, ends):
+                alts.append(dataclasses.replace(base, nlo=nlo, nlo_open=lo_open, nhi=nhi, nhi_open=hi_open))
+        else:
+            units = sorted({int(v / base.step) for v in cuts if (v / base.step).denominator == 1})
+            units = [u for u in units if (base.lo is None or u >= base.lo) and (base.hi is None or u <= base.hi)]
+            if not units:
+                return base
+            edges: list[Optional[int]] = [base.lo, *[u + 1 for u in units]]
+            tops: list[Optional[int]] = [*[u - 1 for u in units], base.hi]
+            for lo, hi in zip(edges, tops):
+                if lo is None or hi is None or lo <= hi:
+                    alts.append(dataclasses.replace(base, lo=lo, hi=hi))
+        self._note(ptr, "not", f"the values it excludes split the range into {len(alts)} ranges")
+        if not alts:
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
+        return alts[0] if len(alts) == 1 else Scalar(ptr, "union", alts=alts)
 
     def _ref_siblings_ignored(self) -> bool:
         """Drafts 4, 6 and 7 ignore every keyword beside `$ref`; later drafts (and a document
@@ -976,7 +1024,11 @@ class SchemaCompiler:
             # the closing narrowing (no additionalProperties: closed) must not empty a schema that
             # JSON Schema's open reading satisfies (e.g. minProperties above the declared count):
             # there the object is open, any extra member of any value, exactly as written
-            node = self._object_fields(s, keys, ptr, depth, props, req, Scalar(ptr, "any"), False)
+            try:
+                node = self._object_fields(s, keys, ptr, depth, props, req, Scalar(ptr, "any"), False)
+            except _MustBeAbsent:
+                node = self._patterned({**s, "additionalProperties": True}, keys | {"additionalProperties"}, ptr,
+                                       depth)
             self._note(ptr, "additionalProperties", "absent, and the closed narrowing admits no object: open "
                        "(extra members of any value)")
             return node

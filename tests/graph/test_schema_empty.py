@@ -6,6 +6,7 @@ in an open object (which would take the key back as an extra member). Brute forc
 from __future__ import annotations
 
 import itertools
+import random
 from typing import Any
 
 import jsonschema
@@ -13,7 +14,9 @@ import pytest
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph import compile_spec
+from factorspec.graph.schema import canonical_text
 from factorspec.graph.textstate import TextMachine
+from tests.graph.walks import byte_walks
 
 _I = {"type": "integer", "minimum": 0, "maximum": 2}
 SCHEMAS: list[dict] = [
@@ -26,6 +29,18 @@ SCHEMAS: list[dict] = [
     {"anyOf": [{"type": "string", "enum": [1, 2]}, _I, {"type": "integer", "minimum": 5, "maximum": 4}]},
     {"type": "object", "properties": {"a": {"type": "number", "minimum": 3, "exclusiveMaximum": 3}, "b": _I},
      "additionalProperties": False},
+    # open objects: a declared property that admits no value must be absent, and must not come
+    # back as an extra member (the key-space path keeps declared keys out of the extras)
+    {"type": "object", "properties": {"a": False, "b": _I}, "additionalProperties": True},
+    {"type": "object", "properties": {"a": {"type": "integer", "enum": ["X"]}, "b": _I},
+     "additionalProperties": {"type": "integer"}},
+    {"type": "object", "properties": {"a": False}, "additionalProperties": _I, "required": ["b"]},
+    # no additionalProperties, a required empty property under an anyOf branch: the closed and the
+    # open reading both admit no object there; the other branch stays (cf. the prometheus schema)
+    {"type": "object", "anyOf": [{"properties": {"a": {"allOf": [{"const": None}, {"not": {"const": None}}]},
+                                                 "b": {"const": None, "type": "integer"}},
+                                  "required": ["a"]},
+                                 {"properties": {"b": _I}, "required": ["b"], "additionalProperties": False}]},
 ]
 
 
@@ -33,7 +48,7 @@ def _universe() -> list[Any]:
     vals: list[Any] = [0, 1, 2, 3, "X", [], [0], {}, {"x": 0}, None]
     out: list[Any] = list(vals)
     for n in range(3):
-        for ks in itertools.combinations("ab", n):
+        for ks in itertools.combinations("abc", n):
             for vs in itertools.product(vals, repeat=n):
                 out.append(dict(zip(ks, vs)))
     return out
@@ -73,3 +88,39 @@ def test_open_objects_keep_an_absent_only_property_out_exactly() -> None:
     for b in b'{"a"':
         c = tm.step(c, b)
     assert not c  # no member named "a" can be written
+
+
+def test_open_objects_refuse_an_absent_only_property_beside_dependencies_clearly() -> None:
+    with pytest.raises(SpecError) as e:
+        compile_spec({"type": "object", "properties": {"a": False, "b": _I}, "additionalProperties": True,
+                      "dependencies": {"b": ["c"]}})
+    # the key-space path takes dependencies between declared properties only: 'c' is named
+    assert not isinstance(e.value, EmptySchema) and "'c'" in e.value.message
+    assert e.value.pointer == "/dependencies/b"
+
+
+_OPEN = [k for k, s in enumerate(SCHEMAS) if s.get("type") == "object"
+         and (s.get("additionalProperties", False) is not False or "anyOf" in s)]
+
+
+@pytest.mark.parametrize("k", _OPEN)
+def test_open_objects_with_an_absent_only_property_walk_and_accept(k: int) -> None:
+    """Byte walks never dead-end and finish valid (never the absent key, never a bad extra), and
+    the canonical text of every valid universe value is accepted."""
+    schema = SCHEMAS[k]
+    cs = compile_spec(schema)
+    tm = TextMachine(cs)
+    validator = jsonschema.Draft202012Validator(schema)
+    assert byte_walks(tm, validator.is_valid, random.Random(k), walks=40, prefer='{}",: 0123abc') > 0
+    for v in _universe():
+        if validator.is_valid(v):
+            assert cs.check(v) == []
+            c = tm.initial()
+            for b in canonical_text(cs.template, v).encode():
+                c = tm.step(c, b)
+                assert c, (schema, v)
+            assert tm.is_final(c), (schema, v)
+    c = tm.initial()
+    for b in b'{"a"':
+        c = tm.step(c, b) if c else c
+    assert not c, "the absent-only key 'a' must be refused as a member"

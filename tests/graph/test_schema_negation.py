@@ -132,7 +132,8 @@ def test_the_machine_accepts_every_valid_value(k: int) -> None:
 @pytest.mark.parametrize("schema, pointer, fragment", [
     ({"type": "integer", "not": {"multipleOf": 2}}, "/not/multipleOf", "'not' over 'multipleOf'"),
     ({"not": {"type": "integer"}}, "/not", "excluding values"),
-    ({"type": "integer", "minimum": 0, "not": {"const": 3}}, "/not", "excluding values"),
+    ({"type": "number", "minimum": 0, "not": {"anyOf": [{"const": 1.5}, {"type": "integer"}]}}, "/not",
+     "excluding values"),
     ({"type": "array", "not": {"prefixItems": [{"type": "integer"}]}}, "/not/prefixItems", "'not' over 'prefixItems'"),
     ({"not": {}}, "/not", "admits no value"),
     ({"$defs": {"r": {"not": {"$ref": "#/$defs/r"}}}, "$ref": "#/$defs/r"}, "/$defs/r", "recursive"),
@@ -202,3 +203,34 @@ def test_then_or_else_without_if_constrains_nothing() -> None:
         cs = compile_spec(doc)
         for v in range(-2, 12):
             assert (cs.check(v) == []) == jsonschema.Draft202012Validator(doc).is_valid(v), (doc, v)
+
+
+# large or unbounded ranges and free numbers minus finitely many values (schema._punctured)
+PUNCTURED: list[dict] = [
+    {"type": "integer", "minimum": -3, "not": {"enum": [0, 2.0, "x", 1.5]}},
+    {"type": "integer", "not": {"const": 1}},
+    {"type": "integer", "minimum": 0, "maximum": 100_000, "not": {"enum": [3, 10, 100_000]}},
+    {"type": "number", "maximum": 3, "not": {"enum": [0, 1.5]}},
+    {"type": "number", "exclusiveMinimum": 0, "not": {"enum": [0, 10]}},
+    {"type": "number", "multipleOf": 0.5, "not": {"enum": [1, 2.5]}},
+    {"type": "array", "items": {"type": "integer", "not": {"enum": [0]}}, "maxItems": 2},
+]
+_NUMS: list = [None, "x", -4, -3, -2, -1, 0, 0.0, -0.0, 0.5, 1, 1.0, 1.5, 2, 2.5, 3, 3.5, 9, 10, 10.5, 11, 99,
+               100, 1e3, 99_999, 100_000, 100_001, [0], [1, 0], [2, -1], [5]]
+
+
+@pytest.mark.parametrize("k", range(len(PUNCTURED)))
+def test_punctured_ranges_equal_the_validator(k: int) -> None:
+    schema = PUNCTURED[k]
+    cs = compile_spec(schema)
+    tm = TextMachine(cs)
+    validator = jsonschema.Draft202012Validator(schema)
+    for v in _NUMS:
+        want = validator.is_valid(v)
+        assert (cs.check(v) == []) == want, (schema, v)
+        if want:
+            assert tm.is_final(_run(tm, canonical_text(cs.template, v).encode())), (schema, v)
+        for text in {json.dumps(v), json.dumps(v).replace(".0", "")}:  # every text accepted is valid
+            c = _run(tm, text.encode())
+            assert not (c and tm.is_final(c)) or validator.is_valid(json.loads(text)), (schema, text)
+    assert byte_walks(tm, validator.is_valid, random.Random(k), walks=60, prefer="0123456789.-e[],") > 0

@@ -91,3 +91,44 @@ def test_unresolvable_references_are_refused(schema: dict, pointer: str, fragmen
     with pytest.raises(SpecError) as ei:
         compile_spec(schema)
     assert ei.value.pointer == pointer and fragment in str(ei.value), str(ei.value)
+
+
+_META: list[dict] = [
+    {"type": "object", "properties": {"title": {"$ref": "http://json-schema.org/draft-04/schema#/properties/title"},
+                                      "n": {"$ref": "http://json-schema.org/draft-04/schema#/definitions/positiveInteger"}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"n": {"$ref": "http://json-schema.org/draft-07/schema#/definitions/nonNegativeInteger"},
+                                      "t": {"$ref": "http://json-schema.org/draft-06/schema#/definitions/simpleTypes"}},
+     "required": ["t"], "additionalProperties": False},
+    {"type": "array", "maxItems": 2,
+     "items": {"$ref": "http://json-schema.org/draft-07/schema#/definitions/nonNegativeIntegerDefault0"}},
+]
+_META_UNIVERSE: list[Any] = [None, 0, 3, -1, "x", "string", "array", "nope", [], [0], [1, -2], {}, {"title": "a"},
+                             {"title": 1}, {"n": 0}, {"n": 2}, {"n": -1}, {"t": "null"}, {"t": "x"},
+                             {"t": "integer", "n": 5}, {"t": "object", "n": "5"}, {"title": "a", "n": 1}]
+
+
+@pytest.mark.parametrize("k", range(len(_META)))
+def test_meta_schema_references_resolve_offline(k: int) -> None:
+    """A `$ref` into an official draft-04/06/07 meta-schema compiles from the bundled copy
+    (metaschemas.py) and equals the validator (which resolves these URIs offline too)."""
+    schema = _META[k]
+    cs = compile_spec(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    valid = 0
+    for v in _META_UNIVERSE:
+        want = validator.is_valid(v)
+        assert (cs.check(v) == []) == want, (schema, v)
+        valid += want
+    assert valid > 0
+    assert byte_walks(TextMachine(cs), validator.is_valid, random.Random(k), walks=20) > 0
+
+
+@pytest.mark.parametrize("ref", ["https://json-schema.org/draft/2020-12/schema#/$defs/x",
+                                 "http://json-schema.org/draft-04/schema#anchor",
+                                 "http://example.com/draft-04/schema#/properties/title",
+                                 "https://json-schema.org/draft-07/schema#/definitions/nonNegativeInteger"])
+def test_other_remote_references_stay_refused(ref: str) -> None:
+    with pytest.raises(SpecError) as e:
+        compile_spec({"type": "object", "properties": {"a": {"$ref": ref}}})
+    assert e.value.pointer == "/properties/a/$ref"
