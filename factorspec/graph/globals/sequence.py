@@ -72,7 +72,8 @@ class DistinctSequence(Node):
     """Implied global constraint over a sequence of distinct slots (see the module docstring)."""
 
     kind = "bool"
-    __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj", "_tau_memo")
+    __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
+                 "_tau_memo")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
