@@ -69,7 +69,8 @@ def measure(n: int, vocab: Any, backend: str) -> dict[str, Any]:
             "p99_ms": round(qs[min(len(qs) - 1, int(.99 * len(qs)))] * 1000, 2),
             "sum_s": round(sum(qs), 3), "over_5s": sum(t > 5 for t in qs),
             "tps": r["tokens_per_verify_step"],
-            "text_sha": r["text_sha"], "mask": r["mask_trace"], "draft": r["draft_trace"], "stats": str(cs.problem.stats)}
+            "text_sha": r["text_sha"], "mask": r["mask_trace"], "draft": r["draft_trace"],
+            "stats": str(cs.problem.stats)}
 
 
 def main() -> None:
