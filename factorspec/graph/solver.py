@@ -59,6 +59,7 @@ class Stats:
     witness_hits: int = 0
     backend_fallbacks: int = 0  # CP-SAT solutions of a relaxation that broke a factor
     fills: int = 0  # solutions found by the linear fill, without branching
+    good_hits: int = 0  # search nodes completed from an earlier search's first solution (Problem.goods)
 
 
 class Problem:
@@ -94,12 +95,18 @@ class Problem:
         self.set_sig = [isinstance(f.node, AllDiff) and all(g is None and isinstance(n, VarRef)
                                                                for g, n in f.node.items) for f in factors]
         self.nogoods: set = set()  # keys of search nodes proven to have no solution
+        # keys of search nodes with a solution -> that node's first solution on its open
+        # variables (`_Search._dfs`): a later node with the same key has the same solutions
+        # there, hence the same first one, found without searching again. Only where branching
+        # is static (no pickers, no guards: `_pick` then depends on the domains alone)
+        self.goods: dict[tuple, tuple] = {}
         self.decided: dict[tuple, bool] = {}  # (factor, its variables' values) -> whether it holds
         # globals that suggest the next slot to branch on (a schedule: the task that can start
         # first); consulted once structure is decided, before document order
         self.pickers: list[Any] = [g for g in self.globals if callable(getattr(g, "pick", None))]
         # branch on structure (lengths, presence) first, then slots in document order
         self.branch_order = sorted(range(len(vars)), key=lambda i: (not vars[i].structural, vars[i].order, i))
+        self.static_order = not self.pickers and all(v.guard is None for v in vars)
         self.stats = Stats()
         self.backend_cache: dict[str, Any] = {}  # e.g. the CP-SAT model (graph/backends), built once
         # `deadline` is set while one question (e.g. feasible_values) runs several searches: they
@@ -129,7 +136,7 @@ class Problem:
         rebuilt on demand) and without the per-thread question scope, so that a compiled spec
         travels between processes (the mask workers share compiled specs, workers/checkpoint.py)."""
         state = dict(self.__dict__)
-        state.update(nogoods=set(), decided={}, backend_cache={})
+        state.update(nogoods=set(), goods={}, decided={}, backend_cache={})
         del state["_question"]
         return state
 
@@ -157,6 +164,7 @@ class _Search:
         self.budget = budget
         self.nodes = 0
         self.revisions = 0
+        self.use_goods = False  # whether _frame may answer from Problem.goods (depth-first solve only)
         self.deadline = time.monotonic() + budget.seconds
         shared = getattr(problem._question, "deadline", None)
         if shared is not None:  # a search inside a larger question shares its clock
@@ -293,7 +301,10 @@ class _Search:
         ng.add(key)
 
     def _exact(self, D: list) -> bool:
-        A = [dmin(d) for d in D]
+        return self._holds([dmin(d) for d in D])
+
+    def _holds(self, A: list) -> bool:
+        """Every factor holds on the complete assignment A."""
         for f in self.p.factors:
             try:  # an undefined value (missing table key, min of nothing) makes the factor false,
                 if not f.node.ev(A):  # exactly as CompiledSpec.check decides
@@ -360,10 +371,33 @@ class _Search:
         vid, at = self._pick(D, start)
         if vid is None:
             return [dmin(d) for d in D] if self._exact(D) else None
-        key = self._key(D) if self.p.nogoods else None
-        if key is not None and key in self.p.nogoods:
-            return None
+        p = self.p
+        goods = self.use_goods and p.goods
+        key = self._key(D) if p.nogoods or goods else None
+        if key is not None:
+            if key in p.nogoods:
+                return None
+            if goods:
+                done = p.goods.get(key)
+                if done is not None:
+                    sol = [dmin(d) for d in D]
+                    for (i, _), k in zip(key[0], done):
+                        sol[i] = k
+                    if self._holds(sol):  # always, by the key's soundness; checked all the same
+                        p.stats.good_hits += 1
+                        return sol
         return _Frame(D, ent, key, vid, self._branches(D[vid]), at)
+
+    def _remember_goods(self, stack: list[_Frame], sol: list) -> None:
+        """`sol` is the first solution under every frame on the stack (the search stops at it):
+        keep it, on each frame's open variables, by the frame's key."""
+        goods = self.p.goods
+        if len(goods) > 20_000:
+            goods.clear()
+        for fr in stack:
+            if fr.key is None:
+                fr.key = self._key(fr.D)
+            goods[fr.key] = tuple(sol[i] for i, _ in fr.key[0])
 
     def _failed(self, fr: _Frame) -> None:
         """Remember that fr's node has no solution (its key is computed only now, and only for
@@ -385,22 +419,28 @@ class _Search:
         if root_ticked:  # the root node's propagation is done (and counted) by the caller
             self.nodes -= 1
             self.p.stats.nodes -= 1
-        got = self._frame(D, changed, ent, 0)
-        stack: list[_Frame] = []
-        while True:
-            if isinstance(got, _Frame):
-                stack.append(got)
-            elif got is not None:
-                return got
-            while stack:
-                fr = stack[-1]
-                if fr.next < len(fr.branches):
-                    got = self._child(fr)
-                    break
-                self._failed(fr)
-                stack.pop()
-            else:
-                return None
+        self.use_goods = self.p.static_order  # first solutions are kept and reused (see Problem.goods)
+        try:
+            got = self._frame(D, changed, ent, 0)
+            stack: list[_Frame] = []
+            while True:
+                if isinstance(got, _Frame):
+                    stack.append(got)
+                elif got is not None:
+                    if self.use_goods:
+                        self._remember_goods(stack, got)
+                    return got
+                while stack:
+                    fr = stack[-1]
+                    if fr.next < len(fr.branches):
+                        got = self._child(fr)
+                        break
+                    self._failed(fr)
+                    stack.pop()
+                else:
+                    return None
+        finally:
+            self.use_goods = False
 
     def count(self, D: list, limit: int, on_solution: Optional[Callable[[list], None]] = None) -> int:
         """Number of solutions extending D (at most about `limit`), by the same explicit-stack

@@ -48,20 +48,32 @@ def _mask(d: Domain) -> int:
     return m
 
 
-def _bits(m: int) -> list[int]:
+_BITS: dict[int, tuple[int, ...]] = {}  # mask -> its bits: the same masks recur at every search node
+
+
+def _bits(m: int) -> tuple[int, ...]:
+    got = _BITS.get(m)
+    if got is not None:
+        return got
     out = []
-    while m:
-        low = m & -m
+    k = m
+    while k:
+        low = k & -k
         out.append(low.bit_length() - 1)
-        m ^= low
-    return out
+        k ^= low
+    got = tuple(out)
+    if len(_BITS) > 100_000:
+        _BITS.clear()
+    _BITS[m] = got
+    return got
 
 
 class DistinctSequence(Node):
     """Implied global constraint over a sequence of distinct slots (see the module docstring)."""
 
     kind = "bool"
-    __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj")
+    __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
+                 "_tau_memo")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -85,6 +97,7 @@ class DistinctSequence(Node):
         self._gap_memo: dict = {}  # gap-partition answers
         self._fill_memo: dict = {}  # a short gap's fillings by its ends and the values' windows
         self.adj: Optional[list[int]] = None  # union of the transition tables (lazy)
+        self._tau_memo: dict = {}  # (offset + base, a slot's domain) -> its bitset of tau (domains recur)
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -102,15 +115,21 @@ class DistinctSequence(Node):
         """Bitset of tau_j's possible values (bit t - base), or None when a slot is an interval."""
         assert self.chain is not None  # the time rules run only with a chain
         out = -1
+        memo = self._tau_memo
         for vid, off in self.chain[j]:
             d = D[vid]
             if not isinstance(d, frozenset):
                 return None
-            m = 0
-            for t in d:
-                b = t - off - self.base
-                if b >= 0:
-                    m |= 1 << b
+            m = memo.get((off + self.base, d))
+            if m is None:
+                m = 0
+                for t in d:
+                    b = t - off - self.base
+                    if b >= 0:
+                        m |= 1 << b
+                if len(memo) > 50_000:
+                    memo.clear()
+                memo[(off + self.base, d)] = m
             out &= m
         return out
 
@@ -632,6 +651,24 @@ def _fillings(adj: list, h: list, win: dict, inside: int, ga: int, gb: int, s, e
     whose steps tile [ga, gb) with each v_i starting inside its window; None past FILL_STEPS."""
     out: dict[int, int] = {}
     steps = [0]
+    # live[t - ga]: the values that can start at t and still end a path at gb (ignoring that
+    # values are distinct: a DP over (value, time), last time first); the enumeration below
+    # extends a path only by those, so it skips every extension that cannot finish
+    live = [0] * (gb - ga + 1)
+    vals = _bits(inside)
+    for t in range(gb - 1, ga - 1, -1):
+        m = 0
+        for v in vals:
+            hv = h[v]
+            t2 = t + hv
+            if t2 > gb or not win[v] >> t & 1:
+                continue
+            if t2 == gb:
+                if e is None or adj[v] >> e & 1:
+                    m |= 1 << v
+            elif not hv or adj[v] & live[t2 - ga]:  # (a zero step: kept, not looked through)
+                m |= 1 << v
+        live[t - ga] = m
 
     def rec(cur, t: int, used: int, first: int) -> None:
         steps[0] += 1
@@ -641,7 +678,7 @@ def _fillings(adj: list, h: list, win: dict, inside: int, ga: int, gb: int, s, e
             if e is None or cur is None or adj[cur] >> e & 1:
                 out[used] = out.get(used, 0) | first
             return
-        cand = inside & ~used
+        cand = inside & ~used & live[t - ga]
         if cur is not None:
             cand &= adj[cur]
         while cand:  # the values of cand in ascending order (inlined `_bits`: the hot loop)
