@@ -680,7 +680,7 @@ class MaskWorkerPool:
         if sb is None or sb.dead or not sb.ready or self._closed:
             return
         while self._hold_queue and len(self._hold_out) < _HOLD_AHEAD:
-            batch = []
+            batch: list = []
             while self._hold_queue and len(batch) < _HOLD_BATCH:
                 rid = next(iter(self._hold_queue))
                 del self._hold_queue[rid]
@@ -1002,9 +1002,9 @@ class MaskWorkerPool:
         re-added with the tokens they had accepted on the workers that are ready and caught up
         (each where it would finish first; onto the standby that took the slot where it holds the
         request's spec: only the checkpoint to resume; all of those there where the workers share
-        cores); their part of outstanding steps is resent (same rows). A request whose worker died `max_replays` times in a row
-        (no good step between) fails, saying so; one in `timed_out` (rid -> cause) fails with
-        StepTimeout."""
+        cores); their part of outstanding steps is resent (same rows). A request whose worker
+        died `max_replays` times in a row (no good step between) fails, saying so; one in
+        `timed_out` (rid -> cause) fails with StepTimeout."""
         if s.dead:
             return
         s.dead = True

@@ -261,7 +261,8 @@ class Worker:
         """Load held specs until `poll` says a message waits (8 at most a call); the reply
         ("held", seq of the last hold read, [rid loaded, ...], [rid tried, ...], cpu seconds)."""
         c0 = time.thread_time()
-        done, tried = [], []
+        done: list = []
+        tried: list = []
         while self.hold_due and len(tried) < 8:
             rid = next(iter(self.hold_due))
             doc, image, _seq = self.hold_due.pop(rid)
