@@ -22,7 +22,10 @@ with identical masks and no step waits for a process to start. A re-add is cheap
 keeps each request's compiled spec as bytes (an image, sent once by the worker that compiled it)
 and a recent checkpoint of its matcher (sent by its worker when idle, at most a step late), so
 the new worker loads the spec instead of compiling it and resumes at the checkpoint instead of
-replaying every token (workers/checkpoint.py; same masks, tested against the original). With the mirror on (by default
+replaying every token (workers/checkpoint.py; same masks, tested against the original). With the
+mirror off, the first spare is a standby that holds every request's compiled spec (loaded from
+its image when idle): the requests of a dead worker whose place it takes are re-added there with
+only their checkpoints to resume (docs/robustness.md). With the mirror on (by default
 where the host has a core for it) the spare also keeps a shadow of every request, and the one
 that takes a dead worker's place serves its requests from their shadows: nothing to compile
 again in that step. A spare runs at low OS priority (worker.SPARE_NICE, where the pool may give
@@ -218,7 +221,10 @@ class MaskWorkerPool:
     (docs/robustness.md). Hence mirror="auto" (the default): on when this process may use a core
     for every worker, the spares and itself (`mirror_fits`), off otherwise; mp_context: a
     multiprocessing context (default forkserver, else spawn); prebuild: a recipe with an
-    `image()` (`ModelVocab`) is built once here and the workers start from that image."""
+    `image()` (`ModelVocab`) is built once here and the workers start from that image; standby
+    (the mirror off): the first spare holds every live request's compiled spec, loaded from its
+    image when idle (~1 ms a request, once), so that a kill's re-adds onto it only resume
+    checkpoints (no spec loaded at the kill)."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
