@@ -62,21 +62,21 @@ def _settle(pool: MaskWorkerPool, limit: float = 60.0) -> None:
     while time.monotonic() < deadline:
         procs = pool._slots + pool._spares
         if all(p.ready and not p.inflight for p in procs if not p.dead) and (
-                not pool.mirror or pool.mirror_caught_up()):
+                not pool.mirror or pool.mirror_caught_up()) and (not pool.standby or pool.standby_caught_up()):
             return
         pool.request_error("-")
         time.sleep(0.005)
 
 
 def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, spares: int, mirror: bool,
-        settle: bool, info: dict, forward_s: float = 0.0) -> tuple[dict, list, list]:
+        settle: bool, info: dict, forward_s: float = 0.0, standby: bool = True) -> tuple[dict, list, list]:
     """Decode every request to its end; returns (tokens per request, step seconds, indices of the
     steps a kill hit)."""
     rng = random.Random(seed)
     n = len(specs)
     t0 = time.monotonic()
     with MaskWorkerPool(workers, factory, max_rows=n, step_timeout=60.0, start_timeout=600, spares=spares,
-                        mirror=mirror) as pool:
+                        mirror=mirror, standby=standby) as pool:
         info["start_s"] = time.monotonic() - t0
         vocab = info["vocab"]
         stops, quotes = set(vocab.stop_ids), {t for t, b in enumerate(vocab.token_bytes) if b == b'"'}
@@ -94,6 +94,9 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         # per step: the most CPU one worker spent on it, its re-adds counted (what a kill adds)
         cpu_all: list = info.setdefault("cpu_all", [])
         by_slot: dict = {}
+        dts: list = info.setdefault("dt", [])  # per step: rid -> its compute seconds in its worker
+        moved: list = info.setdefault("moved", [])  # per step: the requests whose part was resent
+        killed_at: list = info.setdefault("killed_at", [])  # per kill: perf_counter of the SIGKILL
         while live:
             assert len(times) < 2000, "runaway"
             kill = kill_rate > 0 and len(times) >= 2 and rng.random() < kill_rate
@@ -105,6 +108,7 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
                 delay = rng.random() * 0.01
                 time.sleep(delay)
                 os.kill(rng.choice(pool.worker_pids()), signal.SIGKILL)
+                killed_at.append(time.perf_counter())
             if forward_s > 0:  # the model's forward: the caller waits on the accelerator, the CPU is free
                 time.sleep(max(0.0, forward_s - (delay if kill else 0.0)))
             res = pool.collect(h)
@@ -116,6 +120,9 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
             cpu_all.append(max((h.worker_cpu.get(k, 0.0) + now.get(k, 0.0) - by_slot.get(k, 0.0)
                                 for k in set(h.worker_cpu) | set(now)), default=0.0))
             by_slot = now
+            dts.append({rid: r.compute_s for rid, r in res.items()})
+            info.setdefault("parts_at", []).append((dict(pool.replay_parts), pool.replays, pool.held_readds))
+            moved.append(set(h.replayed))
             if kill:
                 hit.append(len(times) - 1)
             nxt = []
@@ -138,8 +145,62 @@ def run(factory: Any, specs: list, workers: int, kill_rate: float, seed: int, sp
         info["restarts"], info["replays"], info["promoted"] = pool.restarts, pool.replays, pool.promoted
         info["replay_tokens"] = pool.replay_tokens
         info["resumed"], info["ckpt_cpu"], info["ckpts"] = pool.resumed, pool.checkpoint_cpu_s, pool.checkpoints
+        info["deaths"], info["parts"], info["held"] = list(pool.deaths), dict(pool.replay_parts), pool.held_readds
         info["run_s"] = time.monotonic() - t0
     return emitted, times, hit
+
+
+def _report(a: Any, label: str, ci: dict, fi: dict, clean: dict, faulty: dict, ctimes: list, ftimes: list,
+            hit: list) -> bool:
+    same = sum(clean[r] == faulty[r] for r in clean)
+    p50 = statistics.median(ftimes)
+    print(f"== {label}: {a.workers} workers + {a.spares} spare, {a.requests} requests; {len(ftimes)} steps, "
+          f"{len(hit)} kills, restarts {fi['restarts']}, served from the mirror {fi['promoted']}, re-added "
+          f"{fi['replays']} (replaying {fi['replay_tokens']} tokens; {fi['resumed']} resumed at a checkpoint; "
+          f"{fi['held']} onto specs the standby held); token-identical to the run without faults: "
+          f"{same}/{len(clean)}")
+    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills, "
+          f"forward {a.forward_ms:g} ms a step; run without faults {ci['run_s']:.1f} s, with {fi['run_s']:.1f} s; "
+          f"p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} ms); "
+          f"max {1e3 * max(ftimes):.1f} ms")
+    cpu50 = statistics.median(fi["cpu"])
+    print(f"CPU of the busiest worker a step (what contention does not stretch): p50 {1e3 * cpu50:.1f} ms "
+          f"(without faults {1e3 * statistics.median(ci['cpu']):.1f}); sum over workers a step p50 "
+          f"{1e3 * statistics.median(sum(d.values()) for d in fi['dt']):.1f} ms; checkpoints, spec images and "
+          f"held specs written/loaded when idle: {fi['ckpts']} checkpoints, {fi['ckpt_cpu']:.2f} s of worker CPU "
+          f"(run without faults {ci['ckpts']}, {ci['ckpt_cpu']:.2f} s)")
+    worst = worst_cpu = worst_all = 0.0
+    for kk, i in enumerate(hit):
+        prev = fi["parts_at"][i - 1] if i else ({"spec": 0.0, "resume": 0.0, "replay": 0.0}, 0, 0)
+        nxt = fi["parts_at"][min(i + 1, len(fi["parts_at"]) - 1)]
+        parts = {k: 1e3 * (nxt[0][k] - prev[0][k]) for k in nxt[0]}
+        death = [d for d in fi["deaths"] if d[0] >= fi["killed_at"][kk]][:1]
+        seen = f"{1e3 * (death[0][0] - fi['killed_at'][kk]):.1f} ms after the kill, {1e3 * death[0][1]:.1f} ms " \
+               f"in the parent, {death[0][2]} moved ({death[0][3]} onto held specs)" if death else "not seen"
+        print(f"  kill {kk + 1} at step {i}: death seen {seen}; re-adds in steps {i}-{i + 1}: {nxt[1] - prev[1]} "
+              f"(CPU ms: spec {parts['spec']:.1f}, resume {parts['resume']:.1f}, tokens after the checkpoint "
+              f"{parts['replay']:.1f})")
+        for j in (i, i + 1):
+            if j >= len(ftimes):
+                continue
+            base = ctimes[j] if j < len(ctimes) else float("nan")
+            worst = max(worst, ftimes[j] / p50)
+            worst_cpu = max(worst_cpu, fi["cpu"][j] / cpu50)
+            worst_all = max(worst_all, fi["cpu_all"][j] / cpu50)
+            mv = fi["moved"][j]
+            mv_f = sum(fi["dt"][j].get(r, 0.0) for r in mv)
+            mv_c = sum(ci["dt"][j].get(r, 0.0) for r in mv) if j < len(ci["dt"]) else float("nan")
+            tot_f, tot_c = sum(fi["dt"][j].values()), sum(ci["dt"][j].values()) if j < len(ci["dt"]) else 0.0
+            print(f"    step {j:3d} ({'killed mid-step' if j == i else 'the next one'}): {1e3 * ftimes[j]:7.1f} ms = "
+                  f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults; "
+                  f"busiest worker's CPU {1e3 * fi['cpu'][j]:.1f} ms = {fi['cpu'][j] / cpu50:.2f}x its p50 "
+                  f"({1e3 * fi['cpu_all'][j]:.1f} ms = {fi['cpu_all'][j] / cpu50:.2f}x with its re-adds, whose CPU "
+                  f"is {1e3 * fi['readd'][j]:.0f} ms); all requests' compute {1e3 * tot_f:.1f} ms (without faults "
+                  f"{1e3 * tot_c:.1f}), of which the {len(mv)} moved {1e3 * mv_f:.1f} ms (the same requests "
+                  f"without faults {1e3 * mv_c:.1f}); worker compute ms {fi['work'][j]}")
+    print(f"worst step hit by or right after a kill: {worst:.2f}x p50 (wall); busiest worker's CPU {worst_cpu:.2f}x "
+          f"its p50, {worst_all:.2f}x with its re-adds")
+    return same == len(clean)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -150,8 +211,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--kill-rate", type=float, default=0.08, help="chance that a step gets a kill")
     ap.add_argument("--spares", type=int, default=1)
     ap.add_argument("--mirror", action="store_true", help="the spare mirrors every request (MaskWorkerPool mirror)")
+    ap.add_argument("--standby", choices=("on", "off", "both"), default="on",
+                    help="mirror off: the spare holds every request's spec (MaskWorkerPool standby); 'both' runs "
+                         "the faulty run without it, then with it, and again without and with (same load)")
     ap.add_argument("--settle", action="store_true",
-                    help="before each kill, let the pool (and the mirror) catch up: faults rarer than a rebuild")
+                    help="before each kill, let the pool (the mirror, the standby) catch up: faults rarer than a "
+                         "rebuild")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--forward-ms", type=float, default=0.0,
                     help="a simulated forward pass per step: the caller sleeps this long between submit and "
@@ -167,49 +232,19 @@ def main(argv: list[str] | None = None) -> None:
         factory = ModelVocab(a.vocab)
         vocab = vocab_for(load_tokenizer(a.vocab))
     specs = _specs(a.requests, a.seed)
+    print(f"vocab {a.vocab} ({vocab.vocab_size} tokens); load {os.getloadavg()}")
     ci: dict = {"vocab": vocab}
-    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, False, ci, a.forward_ms / 1e3)
-    fi: dict = {"vocab": vocab}
-    faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, a.settle, fi,
-                            a.forward_ms / 1e3)
-    same = sum(clean[r] == faulty[r] for r in clean)
-    p50 = statistics.median(ftimes)
-    print(f"vocab {a.vocab} ({vocab.vocab_size} tokens), {a.workers} workers + {a.spares} spare, {a.requests} "
-          f"requests; pool start {ci['start_s']:.1f} s; {len(ftimes)} steps, {len(hit)} kills, restarts "
-          f"{fi['restarts']}, served from the mirror {fi['promoted']}, re-added {fi['replays']} (replaying "
-          f"{fi['replay_tokens']} tokens; {fi['resumed']} resumed at a checkpoint); "
-          f"token-identical to the run without faults: {same}/{len(clean)}")
-    print(f"mirror {'on' if a.mirror and a.spares else 'off'}, {'settled' if a.settle else 'unsettled'} kills, "
-          f"forward {a.forward_ms:g} ms a step; "
-          f"run without faults {ci['run_s']:.1f} s, with "
-          f"{fi['run_s']:.1f} s; p50 step {1e3 * p50:.1f} ms (without faults {1e3 * statistics.median(ctimes):.1f} "
-          f"ms); max {1e3 * max(ftimes):.1f} ms")
-    worst = worst_cpu = 0.0
-    cpu50 = statistics.median(fi["cpu"])
-    print(f"CPU of the busiest worker a step (what contention does not stretch): p50 {1e3 * cpu50:.1f} ms; "
-          f"checkpoints and spec images written when idle: {ci['ckpts']} checkpoints, {ci['ckpt_cpu']:.2f} s of "
-          f"worker CPU in the run without faults ({fi['ckpts']}, {fi['ckpt_cpu']:.2f} s with)")
-    worst_all = 0.0
-    for i in hit:
-        for j in (i, i + 1):
-            if j >= len(ftimes):
-                continue
-            base = ctimes[j] if j < len(ctimes) else float("nan")
-            worst = max(worst, ftimes[j] / p50)
-            worst_cpu = max(worst_cpu, fi["cpu"][j] / cpu50)
-            worst_all = max(worst_all, fi["cpu_all"][j] / cpu50)
-            print(f"  step {j:3d} ({'killed mid-step' if j == i else 'the next one'}): {1e3 * ftimes[j]:7.1f} ms = "
-                  f"{ftimes[j] / p50:5.2f}x p50, {ftimes[j] / base:5.2f}x the same step without faults; "
-                  f"busiest worker's CPU {1e3 * fi['cpu'][j]:.1f} ms = {fi['cpu'][j] / cpu50:.2f}x its p50, "
-                  f"{fi['cpu'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
-                  f"without faults; re-adds' CPU {1e3 * fi['readd'][j]:.0f} ms; busiest worker's CPU with its "
-                  f"re-adds {1e3 * fi['cpu_all'][j]:.1f} ms = {fi['cpu_all'][j] / cpu50:.2f}x its p50, "
-                  f"{fi['cpu_all'][j] / ci['cpu'][j] if j < len(ci['cpu']) and ci['cpu'][j] else float('nan'):.2f}x "
-                  f"without faults; worker "
-                  f"compute ms {fi['work'][j]} (without faults {ci['work'][j] if j < len(ci['work']) else '-'})")
-    print(f"worst step hit by or right after a kill: {worst:.2f}x p50 (wall); busiest worker's CPU {worst_cpu:.2f}x "
-          f"its p50, {worst_all:.2f}x with its re-adds")
-    if same != len(clean):
+    clean, ctimes, _ = run(factory, specs, a.workers, 0.0, a.seed, a.spares, a.mirror, False, ci, a.forward_ms / 1e3,
+                           a.standby != "off")
+    ok = True
+    plan = {"on": [True], "off": [False], "both": [False, True, False, True]}[a.standby]
+    for k, sb in enumerate(plan):
+        fi: dict = {"vocab": vocab}
+        faulty, ftimes, hit = run(factory, specs, a.workers, a.kill_rate, a.seed, a.spares, a.mirror, a.settle, fi,
+                                  a.forward_ms / 1e3, sb)
+        ok = _report(a, f"run {k + 1}, standby {'on' if sb else 'off'} (load {os.getloadavg()})", ci, fi, clean,
+                     faulty, ctimes, ftimes, hit) and ok
+    if not ok:
         raise SystemExit("tokens differ from the run without faults")
 
 

@@ -22,7 +22,10 @@ with identical masks and no step waits for a process to start. A re-add is cheap
 keeps each request's compiled spec as bytes (an image, sent once by the worker that compiled it)
 and a recent checkpoint of its matcher (sent by its worker when idle, at most a step late), so
 the new worker loads the spec instead of compiling it and resumes at the checkpoint instead of
-replaying every token (workers/checkpoint.py; same masks, tested against the original). With the mirror on (by default
+replaying every token (workers/checkpoint.py; same masks, tested against the original). With the
+mirror off, the first spare is a standby that holds every request's compiled spec (loaded from
+its image when idle): the requests of a dead worker whose place it takes are re-added there with
+only their checkpoints to resume (docs/robustness.md). With the mirror on (by default
 where the host has a core for it) the spare also keeps a shadow of every request, and the one
 that takes a dead worker's place serves its requests from their shadows: nothing to compile
 again in that step. A spare runs at low OS priority (worker.SPARE_NICE, where the pool may give
@@ -124,6 +127,7 @@ def _raise_priority(pid: Optional[int]) -> None:
 
 
 _CUTS = 16  # rollbacks kept per request, to tell whether a late checkpoint still holds
+_HOLD_BATCH, _HOLD_AHEAD = 8, 16  # images sent to the standby a message, and at most unanswered
 
 SPARE = -1  # the slot index of the warm spare until it takes a dead worker's place
 
@@ -217,12 +221,16 @@ class MaskWorkerPool:
     (docs/robustness.md). Hence mirror="auto" (the default): on when this process may use a core
     for every worker, the spares and itself (`mirror_fits`), off otherwise; mp_context: a
     multiprocessing context (default forkserver, else spawn); prebuild: a recipe with an
-    `image()` (`ModelVocab`) is built once here and the workers start from that image."""
+    `image()` (`ModelVocab`) is built once here and the workers start from that image; standby
+    (the mirror off): the first spare holds every live request's compiled spec, loaded from its
+    image when idle (~1 ms a request, once), so that a kill's re-adds onto it only resume
+    checkpoints (no spec loaded at the kill)."""
 
     def __init__(self, num_workers: int, vocab_factory: Any, max_rows: int, *, vocab_size: Optional[int] = None,
                  step_timeout: float = 30.0, start_timeout: float = 120.0, assign: str = "least_loaded",
                  kill_on_timeout: bool = True, mp_context: Any = None, wait_ready: bool = True,
-                 max_replays: int = 3, spares: int = 1, mirror: bool | str = "auto", prebuild: bool = True) -> None:
+                 max_replays: int = 3, spares: int = 1, mirror: bool | str = "auto", prebuild: bool = True,
+                 standby: bool = True) -> None:
         if num_workers < 1:
             raise ValueError("num_workers must be >= 1")
         if max_rows < 1:
@@ -237,6 +245,20 @@ class MaskWorkerPool:
         if mirror == "auto":
             mirror = mirror_fits(num_workers, spares)
         self.mirror = bool(mirror) and spares > 0
+        # the mirror off: the first spare is a standby that holds every request's compiled spec
+        # (loaded from its image when idle), so that taking a dead worker's place its re-adds
+        # only resume checkpoints (no spec to load, no token to replay before the checkpoint)
+        self.standby = bool(standby) and spares > 0 and not self.mirror
+        self._standby: Optional[_Slot] = None
+        self._hold_queue: dict[Any, None] = {}  # requests whose image the standby has not been sent yet
+        self._hold_sent: set = set()  # sent to the current standby
+        self._held: set = set()  # of those, loaded there (its "held" came back)
+        self._hold_out: set = set()  # of those, not answered yet (loaded or not)
+        self.held_readds = 0  # re-adds that found their spec held on the standby that took the slot
+        # per death: (seen at perf_counter, parent seconds in _on_dead, requests moved, of which
+        # onto held specs); and the re-adds' CPU split: spec (load or compile), resume, replay
+        self.deaths: list = []
+        self.replay_parts = {"spec": 0.0, "resume": 0.0, "replay": 0.0}
         self.promoted = 0  # requests a dead worker's place-taker served from its mirror (no re-add)
         self._mirror: Optional[_Slot] = None  # the spare that mirrors every live request
         self._sent: dict[Any, list] = {}  # rid -> every token sent for it (what its mirror has seen)
@@ -247,7 +269,7 @@ class MaskWorkerPool:
         self.assign, self.kill_on_timeout = assign, kill_on_timeout
         self.restarts = 0
         self.replays = 0  # requests moved to another worker after theirs died
-        self.replay_tokens = 0  # tokens those re-adds accepted again
+        self.replay_tokens = 0  # tokens those re-adds accepted again (after their checkpoint, where resumed)
         self.replay_cpu_s = 0.0  # the workers' CPU time on those re-adds (compile and replay)
         self.replay_cpu_by_slot: dict[int, float] = {}  # the same per slot
         self.resumed = 0  # re-adds that resumed at a checkpoint (the rest replayed every token)
@@ -261,6 +283,7 @@ class MaskWorkerPool:
         # CPU seconds of one request's part of a step and of one re-add (running means): how the
         # re-adds of a dead worker's requests are spread (`_on_dead`)
         self._cost_step, self._cost_add = 3e-4, 3e-3
+        self._cost_spec, self._cost_resume = 1.5e-3, 3e-4  # of a re-add: its spec's load; the rest
         self.checkpoint_cpu_s = 0.0  # the workers' CPU time writing checkpoints and spec images (when idle)
         self.checkpoints = 0
         self.max_replays = max_replays  # deaths in a row (no good step between) before a request fails
@@ -355,6 +378,15 @@ class MaskWorkerPool:
         m = self._mirror
         return m is not None and m.ready and not m.dead and m.applied >= m.seq
 
+    def standby_caught_up(self) -> bool:
+        """Whether the standby spare holds the compiled spec of every live request (a kill now
+        re-adds the dead worker's requests there with only their checkpoints to resume; a
+        request whose image has not come back yet is not counted). Non-blocking."""
+        self._pump(0)
+        sb = self._standby
+        return (sb is not None and sb.ready and not sb.dead and not self._hold_queue and not self._hold_out
+                and all(rid in self._held for rid in self._images))
+
     def requests(self) -> dict[Any, int]:
         """Live requests and the worker slot each is on."""
         return {rid: s.index for rid, s in self._assign.items()}
@@ -415,6 +447,15 @@ class MaskWorkerPool:
         mirrored = rid in self._shadow_sent
         self._shadow_sent.discard(rid)
         self._mirrored.discard(rid)
+        self._hold_queue.pop(rid, None)
+        if rid in self._hold_sent:
+            self._hold_sent.discard(rid)
+            self._held.discard(rid)
+            self._hold_out.discard(rid)
+            self._feed_standby()
+            sb = self._standby
+            if sb is not None and not sb.dead and not self._closed:
+                self._send(sb, "remove", rid)
         slot = self._assign.pop(rid, None)
         if slot is not None:
             slot.rids.discard(rid)
@@ -597,6 +638,10 @@ class MaskWorkerPool:
             self.spares = len(self._spares)
             return
         self._spares.append(sp)
+        if self.standby and (self._standby is None or self._standby.dead):
+            self._standby = sp
+            self._hold_sent, self._held, self._hold_out = set(), set(), set()
+            self._hold_queue = dict.fromkeys(sorted(self._images, key=repr))  # sent once it is ready
         if self.mirror and (self._mirror is None or self._mirror.dead):
             self._mirror = sp
             self._shadow_sent, self._mirrored = set(self._assign), set()
@@ -615,6 +660,9 @@ class MaskWorkerPool:
             return None, False
         s = max(live, key=lambda x: (self._fresh(x), x.ready))
         mirrored = s is self._mirror and self._fresh(s)
+        if s is self._standby:
+            self._standby = None
+            self._hold_queue, self._hold_sent, self._held, self._hold_out = {}, set(), set(), set()
         if s is self._mirror:
             self._mirror = None
             self._shadow_sent, self._mirrored = set(), set()
@@ -629,6 +677,27 @@ class MaskWorkerPool:
         """Ready and reading its pipe: nothing sent to it has waited longer than the lag."""
         return (s.ready and not s.dead and s.fatal is None
                 and (not s.inflight or time.monotonic() - s.inflight[0][2] < self._lag))
+
+    def _feed_standby(self) -> None:
+        """Send the standby the images it does not hold yet, a few at a time (it loads them when
+        idle and at low priority; paced by its "held" replies, so a fresh standby is never sent
+        every image of the pool at once, e.g. right after a kill)."""
+        sb = self._standby
+        if sb is None or sb.dead or not sb.ready or self._closed:
+            return
+        while self._hold_queue and len(self._hold_out) < _HOLD_AHEAD:
+            batch: list = []
+            while self._hold_queue and len(batch) < _HOLD_BATCH:
+                rid = next(iter(self._hold_queue))
+                del self._hold_queue[rid]
+                img, doc = self._images.get(rid), self._docs.get(rid)
+                if img is not None and doc is not None and rid in self._assign:
+                    batch.append((rid, doc[0], img))
+                    self._hold_sent.add(rid)
+            if not batch:
+                return
+            self._hold_out.update(e[0] for e in batch)
+            self._send(sb, "hold", batch)
 
     def _attach(self, s: _Slot) -> None:
         if self._cancelled is not None:
@@ -781,6 +850,15 @@ class MaskWorkerPool:
                 self.replay_cpu_s += msg[5]
                 self._cost_add += 0.1 * (msg[5] - self._cost_add)
                 self.replay_cpu_by_slot[s.index] = self.replay_cpu_by_slot.get(s.index, 0.0) + msg[5]
+                if len(msg) > 6 and err is None:
+                    spec_s, resume_s, replay_s, _n, held = msg[6]
+                    self.replay_parts["spec"] += spec_s
+                    self.replay_parts["resume"] += resume_s
+                    self.replay_parts["replay"] += replay_s
+                    self.held_readds += bool(held)
+                    if not held:
+                        self._cost_spec += 0.1 * (spec_s - self._cost_spec)
+                    self._cost_resume += 0.1 * (resume_s + replay_s - self._cost_resume)
             self._acked(s, seq)
             s.what.pop(seq, None)
             if s.index == SPARE:  # a shadow compiled (its add was read, and acked, long before)
@@ -799,6 +877,17 @@ class MaskWorkerPool:
             self.checkpoint_cpu_s += cpu
             if self._assign.get(rid) is s:
                 self._images[rid] = blob
+                if self._standby is not None and rid not in self._hold_sent:
+                    self._hold_queue[rid] = None
+                    self._feed_standby()
+        elif kind == "held":  # the standby has loaded these specs
+            _, seq, loaded, tried, cpu = msg
+            self._acked(s, seq)
+            self.checkpoint_cpu_s += cpu
+            if s is self._standby:
+                self._hold_out.difference_update(tried)
+                self._held.update(r for r in loaded if r in self._hold_sent)
+                self._feed_standby()
         elif kind == "ckpt":  # checkpoints taken at the end of steps
             _, seq, items, cpu = msg
             self._acked(s, seq)
@@ -817,6 +906,8 @@ class MaskWorkerPool:
             s.ready, s.pid = True, pid
             if s.index == SPARE:
                 self._spare_failures = 0
+                if s is self._standby:
+                    self._feed_standby()
             else:
                 self._start_failures[s.index] = 0
             if self.words is None:
@@ -915,10 +1006,11 @@ class MaskWorkerPool:
         continue with identical masks and no step waits for a process to start: onto the
         spare's shadows when the spare is the mirror and caught up (nothing to compile), else
         re-added with the tokens they had accepted on the workers that are ready and caught up
-        (spread evenly; the replacement only when no other is ready); their part of outstanding
-        steps is resent (same rows). A request whose worker died `max_replays` times in a row
-        (no good step between) fails, saying so; one in `timed_out` (rid -> cause) fails with
-        StepTimeout."""
+        (each where it would finish first; onto the standby that took the slot where it holds the
+        request's spec: only the checkpoint to resume; all of those there where the workers share
+        cores); their part of outstanding steps is resent (same rows). A request whose worker
+        died `max_replays` times in a row (no good step between) fails, saying so; one in
+        `timed_out` (rid -> cause) fails with StepTimeout."""
         if s.dead:
             return
         s.dead = True
@@ -931,18 +1023,25 @@ class MaskWorkerPool:
             if s is self._mirror:
                 self._mirror = None
                 self._shadow_sent, self._mirrored = set(), set()
+            if s is self._standby:
+                self._standby = None
+                self._hold_queue, self._hold_sent, self._held, self._hold_out = {}, set(), set(), set()
             if gave_up:
                 self.spares = len(self._spares)  # the recipe cannot start here: no more spares
             else:
                 self._spawn_spare()
             return
+        t_seen = time.perf_counter()
         ns: Optional[_Slot] = None
         took_spare = mirrored = False
         shadowed = self._mirrored  # (taking the mirror resets the set)
+        standby, held = self._standby, self._held  # (and taking the standby resets its sets)
         if not gave_up and not self._closed:
             self.restarts += 1
             ns, mirrored = self._take_spare(s.index)
             took_spare = ns is not None
+            if ns is None or ns is not standby:
+                held = set()
             if ns is not None:
                 ns.generation = s.generation + 1
             else:
@@ -956,6 +1055,8 @@ class MaskWorkerPool:
                                                                   and x.fatal is None]
         if not targets and ns is not None:
             targets = [ns]
+        elif held and ns is not None and ns.ready and ns not in targets:
+            targets.append(ns)  # a standby behind only on its holds (dropped once it serves): it reads at once
         outstanding: dict[Any, int] = {}
         for h in self._steps.values():
             for rid in h.items:
@@ -963,7 +1064,13 @@ class MaskWorkerPool:
                     outstanding[rid] = outstanding.get(rid, 0) + 1
         moved: dict[Any, _Slot] = {}
         promoted: list = []  # served by `ns` from its shadows: resent without their tokens
-        given: dict[int, int] = {}
+        # the CPU each target would spend before it is done: its own requests' part of the step,
+        # then the re-adds given to it (a spec held there costs only its resume)
+        load = {x.index: len(x.rids) * self._cost_step for x in targets}
+        # where the workers share cores a step ends when their total CPU is spent, wherever it
+        # is spent: a request whose spec the standby holds goes there (it costs least there)
+        shared = usable_cores() < len(targets) + 1
+        n_held = 0
         for rid in sorted(s.rids, key=repr):
             n = self._crashes.get(rid, 0) + 1
             self._crashes[rid] = n
@@ -981,26 +1088,33 @@ class MaskWorkerPool:
                 promoted.append(rid)
                 self.promoted += 1
             else:
-                # the target that would finish first: its own requests' part of the step, plus
-                # the re-adds given to it so far (a replacement holds none: it takes more)
-                t = min(targets, key=lambda x: (len(x.rids) * self._cost_step + given.get(x.index, 0) * self._cost_add,
-                                                x.index))
-                given[t.index] = given.get(t.index, 0) + 1
+                # the target that would finish first (a replacement holds none: it takes more;
+                # the standby that took the slot holds the spec: it takes most)
+                hist_l = self._hist.get(rid, [])
+                ck = self._resume_point(rid, hist_l)
+                image = self._images.get(rid)
+                base = self._cost_step + (self._cost_resume if ck is not None or image is not None else self._cost_add)
+                extra = self._cost_spec if image is not None else self._cost_add  # where the spec is not held
+                here = ns if rid in held else None
+                t = here if here is not None and shared and here in targets else min(
+                    targets, key=lambda x: (load[x.index] + base + (0.0 if x is here else extra), x.index))
+                on_held = t is here
+                load[t.index] += base + (0.0 if on_held else extra)
+                n_held += on_held
                 doc, prompt = self._docs[rid]
                 t.rids.add(rid)
                 self._assign[rid] = t
-                hist_l = self._hist.get(rid, [])
-                hist = tuple(hist_l)
-                ck = self._resume_point(rid, hist_l)
                 self.resumed += ck is not None
-                self._send(t, "add", rid, doc, prompt, hist, False, self._images.get(rid), ck,
+                self._send(t, "add", rid, doc, prompt, tuple(hist_l), False, None if on_held else image, ck,
                            what=("add", rid, "replay"))
                 moved[rid] = t
                 self.replays += 1
-                self.replay_tokens += len(hist)
+                self.replay_tokens += len(hist_l) - (ck[0] if ck is not None else 0)
         s.rids.clear()
         if took_spare and ns is not None:  # a serving worker keeps no shadows
             self._send(ns, "promote", promoted)
+        if took_spare and ns is not None and ns is standby:  # nor specs of requests it does not serve
+            self._send(ns, "release")
         m = self._mirror
         if timed_out and m is not None and m.ready and not m.dead and not self._fresh(m):
             m.proc.kill()  # behind, maybe on the slow request's shadow: a fresh mirror is made without it
@@ -1023,6 +1137,7 @@ class MaskWorkerPool:
                         self._fail_result(h, rid, err)
                 for idx, items in resend.items():
                     self._send_part(h, self._slots[idx], items, drafts=drafts_out)
+        self.deaths.append((t_seen, time.perf_counter() - t_seen, len(moved), n_held))
         self._spawn_spare()
 
     def _retire(self, s: _Slot) -> None:

@@ -7,18 +7,22 @@ parent -> worker   ("attach", seq, shm_name, rows, words, slot, ctrl_offset, n_s
                    ("add", seq, rid, spec_doc, prompt_ids, replay_tokens, shadow, image, (n, checkpoint))
                    ("advance", seq, [(rid, tokens, rollback), ...])   the mirror's shadows follow
                    ("promote", seq, [rid, ...])           the mirror serves these; drops the rest
+                   ("hold", seq, [(rid, spec_doc, image), ...])   a standby loads these specs when idle
+                   ("release", seq)                       a standby that took a slot drops the specs it holds
                    ("remove", seq, rid)
                    ("step", seq, step_id, [StepItem, ...], two_phase)
                    ("close", seq)
 worker -> parent   ("ready", pid, words, vocab_size, vocab_name)
                    ("fatal", message)                     the worker cannot serve; it exits
                    ("ack", seq)                           after attach/remove/advance/promote
-                   ("added", seq, rid, error | None, compile_s[, cpu_s])
+                   ("added", seq, rid, error | None, compile_s[, cpu_s, (spec_cpu_s, resume_cpu_s,
+                            replay_cpu_s, tokens replayed, spec was held)])
                    ("drafts", seq, step_id, [(rid, ok, payload), ...])   two-phase steps only
                    ("step", seq, step_id, [(rid, ok, payload), ...], (t_begin, t_end, cpu_s))
                    ("idle", seq)                          a spare has done all it was sent
                    ("image", seq, rid, bytes, cpu_s)      the request's compiled spec (checkpoint.dump_spec)
                    ("ckpt", seq, [(rid, step_id, n, bytes), ...], cpu_s)   matcher checkpoints
+                   ("held", seq, [rid loaded, ...], [rid tried, ...], cpu_s)   a standby's loaded specs
 payloads: drafts (DraftTree | None, terminated, seconds); tree-step rows (valid, seconds);
 one-phase step (DraftTree, terminated, seconds); a failure: the error triple.
 

@@ -66,6 +66,14 @@ class Worker:
         self.images_due: collections.deque = collections.deque()
         self.ckpt_due: dict[Any, tuple] = {}  # rid -> its latest checkpoint not yet sent
         self.ckpt_mark: dict[Any, tuple] = {}
+        # a standby spare (the mirror off): the compiled spec of every live request, loaded from
+        # its image when idle, so that taking a dead worker's place it only resumes checkpoints
+        # (rid -> compiled spec; rid -> (doc, image, seq of its hold) still to load)
+        self.held: dict[Any, Any] = {}
+        self.hold_due: dict[Any, tuple] = {}
+        # CPU seconds of the last add: getting the spec, resuming, accepting the tokens after the
+        # checkpoint; how many those were; whether the spec was held here
+        self.add_parts: tuple = (0.0, 0.0, 0.0, 0, False)
         self.step_id = 0
         self.shm: Any = None
         self.bitmask: Optional[np.ndarray] = None
@@ -130,11 +138,14 @@ class Worker:
         self.behind.pop(rid, None)
         self.ckpt_mark.pop(rid, None)
         try:
-            cc, m, rest = self._build(doc, image, ckpt, tuple(replay))
+            held = self.held.pop(rid, None) if image is None else None
+            cc, m, rest = self._build(doc, image, ckpt, tuple(replay), held)
             if prompt:
                 m.set_prompt(prompt)
+            c0 = time.thread_time()
             if rest:
                 self._advance(m, rest, 0)
+            self.add_parts = self.add_parts[:2] + (time.thread_time() - c0, len(rest), held is not None)
         except Exception as e:  # noqa: BLE001 - every failure is reported for this request
             self.failed[rid] = encode_error(e)
             self.matchers.pop(rid, None)
@@ -144,28 +155,36 @@ class Worker:
         self.origin[rid] = cc
         if ckpt is not None and len(rest) < len(replay):
             self.ckpt_mark[rid] = (((), -1), ckpt[0])  # the parent holds that one
-        if image is None:
+        if image is None and held is None:
             self.images_due.append(rid)
         return None
 
-    def _build(self, doc: Any, image: Optional[bytes], ckpt: Optional[tuple], replay: tuple) -> tuple:
-        """(compiled spec, matcher, tokens still to accept): from the image and checkpoint where
-        they are given and load, else compiled here and at the start. A checkpoint holds values
-        only, so it resumes on a spec compiled here as well as on the image."""
-        cc = None
-        if image is not None:
+    def _build(self, doc: Any, image: Optional[bytes], ckpt: Optional[tuple], replay: tuple,
+               held: Any = None) -> tuple:
+        """(compiled spec, matcher, tokens still to accept): from the spec held here (`hold`), the
+        image and the checkpoint where they are given and load, else compiled here and at the
+        start. A checkpoint holds values only, so it resumes on a spec compiled here as well as on
+        the image. Sets `add_parts`' first two: CPU seconds getting the spec, and resuming."""
+        c0 = time.thread_time()
+        cc = held
+        if cc is None and image is not None:
             try:
                 cc = load_spec(self.compiler, doc, image)
             except Exception:  # noqa: BLE001 - an optimisation only: compile it instead
                 cc = None
         if cc is None:
             cc = self.compiler.compile(doc)
+        c1 = time.thread_time()
         if ckpt is not None and 0 < ckpt[0] <= len(replay):
             try:
-                return cc, load_state(cc, ckpt[1], self.vocab, replay[:ckpt[0]]), replay[ckpt[0]:]
+                m = load_state(cc, ckpt[1], self.vocab, replay[:ckpt[0]])
+                self.add_parts = (c1 - c0, time.thread_time() - c1)
+                return cc, m, replay[ckpt[0]:]
             except Exception:  # noqa: BLE001 - replayed from the start instead
                 pass
-        return cc, cc.matcher(self.vocab), replay
+        m = cc.matcher(self.vocab)
+        self.add_parts = (c1 - c0, time.thread_time() - c1)
+        return cc, m, replay
 
     def _matcher(self, rid: Any) -> Optional[Matcher]:
         """The matcher of `rid`, brought up to date first if it is a promoted shadow still behind."""
@@ -177,6 +196,8 @@ class Worker:
         return m
 
     def remove(self, rid: Any) -> None:
+        self.held.pop(rid, None)
+        self.hold_due.pop(rid, None)
         self.ckpt_due.pop(rid, None)
         self.behind.pop(rid, None)
         self.origin.pop(rid, None)
@@ -212,6 +233,8 @@ class Worker:
         if not self.shadow_queue:
             if self.ckpt_due:
                 return self.checkpoints(poll)
+            if self.hold_due:
+                return self.load_held(poll)
             return self.image()
         while self.shadow_queue:
             rid = self.shadow_queue.popleft()
@@ -224,7 +247,39 @@ class Worker:
         return None
 
     def has_idle_work(self) -> bool:
-        return bool(self.shadow_queue or self.ckpt_due or self.images_due)
+        return bool(self.shadow_queue or self.ckpt_due or self.images_due or self.hold_due)
+
+    def hold(self, entries: list) -> None:
+        """A standby spare: keep the compiled spec of these requests ((rid, doc, image) each),
+        loaded from their images when idle (`load_held`), so that if it takes a dead worker's
+        place their re-adds only resume checkpoints (`add` finds the spec in `held`)."""
+        for rid, doc, image in entries:
+            if rid not in self.held:
+                self.hold_due[rid] = (doc, image, self.seq)
+
+    def load_held(self, poll: Callable[[], bool]) -> Optional[tuple]:
+        """Load held specs until `poll` says a message waits (8 at most a call); the reply
+        ("held", seq of the last hold read, [rid loaded, ...], [rid tried, ...], cpu seconds)."""
+        c0 = time.thread_time()
+        done: list = []
+        tried: list = []
+        while self.hold_due and len(tried) < 8:
+            rid = next(iter(self.hold_due))
+            doc, image, _seq = self.hold_due.pop(rid)
+            tried.append(rid)
+            try:
+                self.held[rid] = load_spec(self.compiler, doc, image)
+                done.append(rid)
+            except Exception:  # noqa: BLE001 - an optimisation only: a re-add then loads or compiles
+                pass
+            if poll():
+                break
+        return ("held", self.seq, done, tried, time.thread_time() - c0)
+
+    def release(self) -> None:
+        """A standby that took a slot holds no specs beyond those of its requests."""
+        self.held.clear()
+        self.hold_due.clear()
 
     def checkpoints(self, poll: Callable[[], bool], before: Optional[int] = None) -> Optional[tuple]:
         """Write the checkpoints taken (until `poll` says a message waits; with `before`, only
@@ -583,18 +638,26 @@ def main(conn_in: Any, conn_out: Any, vocab_factory: Callable[[], Any], spare: b
                 t0, c0 = time.perf_counter(), time.thread_time()
                 w.mark(0)
                 err = w.add(*msg[2:])
-                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0, time.thread_time() - c0))
+                conn_out.send(("added", seq, msg[2], err, time.perf_counter() - t0, time.thread_time() - c0,
+                               w.add_parts))
             elif kind == "advance":
                 w.advance(msg[2])
                 conn_out.send(("ack", seq))
             elif kind == "promote":
                 w.promote(msg[2])
                 conn_out.send(("ack", seq))
+            elif kind == "hold":
+                w.hold(msg[2])
+                conn_out.send(("ack", seq))
+            elif kind == "release":
+                w.release()
+                conn_out.send(("ack", seq))
             elif kind == "remove":
                 w.remove(msg[2])
                 conn_out.send(("ack", seq))
             elif kind == "attach":
                 prio.restore()
+                w.hold_due.clear()  # a standby taking a slot: no more loading (its held specs serve the re-adds)
                 try:
                     w.attach(*msg[2:])
                 except Exception as e:  # noqa: BLE001

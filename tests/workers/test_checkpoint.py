@@ -78,3 +78,46 @@ def test_rollback_past_the_checkpoint_replays_from_the_start() -> None:
     assert m.next_token_mask().tobytes() == seen[j - back][0]
     with pytest.raises(ValueError, match="since it was resumed"):
         load_state(comp.compile(spec), ckpts[j], V, toks[:j]).rollback(1)
+
+
+@pytest.mark.parametrize("k", range(len(SPECS)), ids=[n for n, _ in SPECS])
+def test_readd_onto_a_held_spec_gives_the_masks_and_drafts_of_the_original(k: int) -> None:
+    """A standby worker loads the spec from its image when idle (`hold`, `load_held`); a re-add
+    there with no image and a checkpoint uses that spec (nothing loaded at the re-add, no image
+    sent back) and gives, at every later position, the original's mask and draft."""
+    spec = SPECS[k][1]
+    seen, ckpts, toks = _walk(spec, seed=20 + k)
+    image = dump_spec(SpecCompiler().compile(spec))
+    for j in sorted({1, len(toks) // 3, len(toks) - 1}):
+        w = Worker(V)
+        w.seq = 5
+        w.hold([("r", spec, image), ("other", spec, image)])
+        assert "r" not in w.held and w.has_idle_work()  # loaded only when idle
+        reply = w.load_held(lambda: False)
+        assert reply[:4] == ("held", 5, ["r", "other"], ["r", "other"]) and not w.hold_due
+        held = w.held["r"]
+        assert w.add("r", spec, None, toks[:j], False, None, (j, ckpts[j])) is None
+        assert w.add_parts[4] is True and w.add_parts[3] == 0  # the held spec; no token replayed
+        assert w.origin["r"] is held and "r" not in w.held and not w.images_due
+        w.release()
+        assert not w.held and not w.hold_due
+        m = w.matchers["r"]
+        for pos in range(j, len(seen)):
+            d = m.draft(8)
+            assert (m.next_token_mask().tobytes(), d.tokens, d.parents, d.certain) == seen[pos], (j, pos)
+            assert m.accept_token(toks[pos])
+        assert m.is_terminated()
+
+
+def test_held_spec_of_a_removed_request_is_dropped_and_a_bad_image_is_not_held() -> None:
+    spec, other = plan_specs(2, seed=4)
+    image = dump_spec(SpecCompiler().compile(spec))
+    w = Worker(V)
+    w.hold([("a", spec, image), ("b", spec, image), ("bad", other, b"not a pickle")])
+    w.remove("b")  # before it was loaded
+    reply = w.load_held(lambda: False)
+    assert reply[2] == ["a"] and reply[3] == ["a", "bad"] and set(w.held) == {"a"}
+    w.remove("a")
+    assert not w.held and not w.has_idle_work()
+    # a re-add of a request whose spec is not held loads its image (or compiles) as before
+    assert w.add("c", spec, None, (), False, image, None) is None and w.add_parts[4] is False

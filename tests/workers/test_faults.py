@@ -31,16 +31,16 @@ from factorspec.workers import MaskWorkerPool, PoolError, StepItem, StepTimeout
 
 def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int = 1, mirror: bool = True,
             timeout: float = 30.0, kills: Optional[dict] = None, tree: bool = False, on_start: Any = None,
-            ) -> tuple[dict, dict, MaskWorkerPool, list]:
+            standby: bool = True, wait_standby: bool = False) -> tuple[dict, dict, MaskWorkerPool, list]:
     """Step every request to completion or failure; the tokens of a request at a step come from
     its own rng, so a run with faults must give the tokens of a run without. `kills`: round ->
     slot whose worker is SIGKILLed mid-step (tree steps: after the drafts, before the rows; the
-    mirror, if any, is let catch up first). Returns (tokens per request, error per failed
+    mirror, if any, is let catch up first; with `wait_standby`, the standby too). Returns (tokens per request, error per failed
     request, the closed pool, (round, seconds) per step)."""
     rids = list(specs)
     rows = {rid: k * 9 for k, rid in enumerate(rids)}  # room for a tree's rows
     with MaskWorkerPool(workers, factory, max_rows=9 * len(rids), step_timeout=timeout, spares=spares,
-                        mirror=mirror, start_timeout=60) as pool:
+                        mirror=mirror, start_timeout=60, standby=standby) as pool:
         if on_start is not None:
             on_start(pool)
         for rid in rids:
@@ -57,6 +57,8 @@ def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int 
             assert rounds < 300, "runaway"
             if kills and rounds in kills and mirror and spares:
                 _wait_caught_up(pool)
+            elif kills and rounds in kills and wait_standby:
+                _wait_caught_up(pool, what=pool.standby_caught_up)
             t0 = time.perf_counter()
             h = pool.submit_step([StepItem(rid, pending[rid], rows[rid], 8, tree=tree) for rid in live])
             if tree:
@@ -90,11 +92,11 @@ def _decode(specs: dict, factory: Any = VOCAB, *, workers: int = 2, spares: int 
     return emitted, errors, pool, times
 
 
-def _wait_caught_up(pool: MaskWorkerPool, timeout: float = 30.0) -> None:
+def _wait_caught_up(pool: MaskWorkerPool, timeout: float = 30.0, what: Any = None) -> None:
     """Until the mirror spare has built its vocabulary, compiled every shadow sent to it and
-    followed its tokens."""
+    followed its tokens (or until `what()`)."""
     deadline = time.monotonic() + timeout
-    while not pool.mirror_caught_up():
+    while not (what or pool.mirror_caught_up)():
         assert time.monotonic() < deadline, "the mirror did not catch up"
         time.sleep(0.005)  # (mirror_caught_up reads the pipes)
 
@@ -159,6 +161,26 @@ def test_mirror_serves_the_requests_of_killed_workers(tree: bool) -> None:
     assert not errs, {r: str(e) for r, e in errs.items()}
     assert faulty == clean
     assert pool.restarts == 3 and pool.promoted >= 3
+
+
+@pytest.mark.parametrize("standby", [True, False])
+def test_standby_holds_every_spec_so_a_kill_only_resumes_checkpoints(standby: bool) -> None:
+    """The mirror off: the spare loads every request's spec image when idle; a killed worker's
+    requests are re-added on it with only their checkpoints to resume (no spec loaded at the
+    kill), token-identical to a run without faults. Without the standby they load images."""
+    specs = _healthy(8, seed=27)
+    clean, errs, _, _ = _decode(specs, workers=2, mirror=False, standby=standby)
+    assert not errs
+    faulty, errs, pool, _ = _decode(specs, workers=2, mirror=False, standby=standby, kills={3: 0, 6: 1},
+                                    wait_standby=standby)
+    assert not errs, {r: str(e) for r, e in errs.items()}
+    assert faulty == clean
+    assert pool.standby is standby and pool.restarts == 2 and pool.promoted == 0 and pool.replays >= 2
+    assert len(pool.deaths) == 2 and all(d[2] >= 1 for d in pool.deaths)
+    if standby:  # each kill moved requests onto specs the standby held
+        assert all(d[3] >= 1 for d in pool.deaths) and pool.held_readds == sum(d[3] for d in pool.deaths)
+    else:
+        assert pool.held_readds == 0 and all(d[3] == 0 for d in pool.deaths) and pool.replay_parts["spec"] > 0
 
 
 def test_slow_spec_fails_alone_and_its_neighbours_continue() -> None:
