@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, Optional
 
-from factorspec.graph.domain import dmax, dmin, dsize
+from factorspec.graph.domain import dmax, dmin, dsize, dvalues
 from factorspec.graph.limits import MAX_DEPTH
 from factorspec.graph.objects import ObjectRules, rule_fields
 from factorspec.graph.recursion import Heights, has_refs
@@ -362,6 +362,8 @@ class TextMachine:
             d = sol.D[v.id]
             if dsize(d) <= SMALL_DOMAIN:
                 out = {node.text(node.decode(k)).encode(): k for k in sol.feasible_values(v.id)}
+            elif node.kind == "enum":  # indices: never numeric (interval) mode; feasibility per prefix
+                out = EnumTexts({node.text(node.decode(k)).encode(): k for k in dvalues(d)}, sol, v.id)
         elif node.kind == "enum":
             out = {node.text(x).encode(): k for k, x in enumerate(node.values)}
         elif node.lo is not None and node.hi is not None and node.hi - node.lo < SMALL_DOMAIN:
@@ -581,7 +583,7 @@ class TextMachine:
             np_ = p + bytes([b])
             texts = self._texts(path, sol)
             if texts is not None:
-                if any(t.startswith(np_) for t in texts):
+                if _viable_texts(texts, np_):
                     out.append((self._fed(stack[:-1], b) + (("S", path, np_),), sol))
             elif self._num_viable(path, sol, np_):
                 out.append((self._fed(stack[:-1], b) + (("S", path, np_),), sol))
@@ -750,7 +752,9 @@ class TextMachine:
                 if texts is None:
                     return None
                 p = top[2]
-                for t in texts:
+                if isinstance(texts, EnumTexts):
+                    out |= texts.next_bytes(p)
+                for t in texts if not isinstance(texts, EnumTexts) else ():
                     if t.startswith(p) and len(t) > len(p):
                         out.add(t[len(p)])
                 if p in texts:
@@ -792,6 +796,37 @@ class TextMachine:
         texts = [self.spec.canonical_text(self.spec.record_from_assignment(sol.witness)).encode()
                  for _stack, sol in configs if sol is not None]
         return min(texts, key=lambda t: (len(t), t)) if texts else None
+
+
+class EnumTexts(dict):
+    """The texts of an enum slot whose domain is too large to ask every value's feasibility up
+    front (text -> enum index, over the values its domain still holds). Why: an enum's internal
+    values are indices, so it can never fall back to numeric (interval) text; instead a prefix is
+    viable when some value whose text extends it is feasible, one `sol.exists` over that set
+    (memoised by the state), like the interval mode's ranges. Ending on a text assigns its index,
+    which the solver confirms."""
+
+    def __init__(self, items: dict[bytes, int], sol: Any, vid: int) -> None:
+        super().__init__(items)
+        self.sol = sol
+        self.vid = vid
+
+    def viable(self, prefix: bytes) -> bool:
+        ks = frozenset(k for t, k in self.items() if t.startswith(prefix))
+        return bool(ks) and self.sol.exists(self.vid, ks)
+
+    def next_bytes(self, prefix: bytes) -> set[int]:
+        by: dict[int, set[int]] = {}
+        for t, k in self.items():
+            if t.startswith(prefix) and len(t) > len(prefix):
+                by.setdefault(t[len(prefix)], set()).add(k)
+        return {b for b, ks in by.items() if self.sol.exists(self.vid, frozenset(ks))}
+
+
+def _viable_texts(texts: dict[bytes, int], prefix: bytes) -> bool:
+    if isinstance(texts, EnumTexts):
+        return texts.viable(prefix)
+    return any(t.startswith(prefix) for t in texts)
 
 
 def decode_byte(esc: int, acc: Any, b: int) -> Any:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,43 @@ def test_witness_text_does_not_follow_set_order() -> None:
         assert tm.witness_text(frozenset(order)) == b'{"a": 0, "b": 1}'
     assert tm.witness_text(frozenset(fakes[1:])) == b'{"a": 2, "b": 3}'
     assert tm.witness_text(frozenset([(stack, None)])) is None
+
+
+@pytest.mark.parametrize("n", [65, 130])
+@pytest.mark.parametrize("relation", [False, True])
+def test_large_enum_slots_write_their_strings_never_indices(n: int, relation: bool) -> None:
+    """An enum slot whose solver domain holds more than SMALL_DOMAIN values (here: uniqueItems
+    items, an all_different over enum indices) is matched by its texts; it once fell back to
+    numeric text and accepted the index (`[0]`) instead of the string (a corpus walk found it)."""
+    import jsonschema
+
+    from tests.graph.walks import byte_walks
+    en = [f"v{i}" for i in range(n)]
+    schema: dict = {"type": "object", "properties": {
+        "c": {"type": "array", "uniqueItems": True, "minItems": 1, "maxItems": 3,
+              "items": {"type": "string", "enum": en}},
+        "k": {"type": "integer", "minimum": 0, "maximum": 3}},
+        "required": ["c", "k"], "additionalProperties": False}
+    if relation:  # a relation on the same items: their feasibility comes from the solver
+        schema["x-factorspec"] = {"relations": ["len(c) == k"]}
+    cs = compile_spec(schema)
+    tm = TextMachine(cs)
+    plain = {k: v for k, v in schema.items() if k != "x-factorspec"}
+
+    def valid(x: Any) -> bool:
+        return jsonschema.Draft202012Validator(plain).is_valid(x) and (not relation or len(x["c"]) == x["k"])
+
+    for text in (b'{"c": [0], "k": 1}', b'{"c": [7, 8], "k": 2}', b'{"c": ["v1"], "k": 1}',
+                 b'{"c": ["v1", "v1"], "k": 2}', b'{"c": ["v1", "v60"], "k": 2}', b'{"c": ["v64"], "k": 0}',
+                 b'{"c": ["v1", "v2", "v3"], "k": 3}', b'{"c": ["v1", "v2", "v3", "v4"], "k": 3}'):
+        assert _accepts_text(tm, text) == valid(json.loads(text)), text
+    assert byte_walks(tm, valid, random.Random(n), walks=15, steps=60, prefer='"v1,] ') > 0
+
+
+def _accepts_text(tm: TextMachine, text: bytes) -> bool:
+    c = tm.initial()
+    for b in text:
+        c = tm.step(c, b)
+        if not c:
+            return False
+    return tm.is_final(c)
