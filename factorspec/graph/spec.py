@@ -417,10 +417,10 @@ def unique_relations(template: LayoutNode, text_paths: Optional[list] = None) ->
                         text_paths.append(None if keys is None else tuple(keys))
             walk(node.item, None if keys is None else keys + ["*"], True)
         elif isinstance(node, Scalar) and node.kind in ("union", "ref"):
-            if node.kind == "ref":
-                if id(node) in seen_refs:
+            if node.kind == "ref":  # each target once, however many reference nodes lead to it
+                if id(node.alts[0]) in seen_refs:
                     return
-                seen_refs.add(id(node))
+                seen_refs.add(id(node.alts[0]))
             for a in node.alts:
                 walk(a, None, under_array)
 
@@ -464,7 +464,7 @@ def _text_unique(node: Arr) -> None:
     node.text_unique = True
 
 
-def _canonical_items(node: LayoutNode, ptr: str, refs: set[int]) -> None:
+def _canonical_items(node: LayoutNode, ptr: str, refs: set[tuple[str, int]]) -> None:
     """Refuse items whose values have several texts in the automaton (members of an open object in
     any order, free JSON values)."""
     if isinstance(node, Obj):
@@ -480,9 +480,10 @@ def _canonical_items(node: LayoutNode, ptr: str, refs: set[int]) -> None:
         raise SpecError(f"{ptr}/uniqueItems", f"uniqueItems over items that hold any JSON value (at "
                         f"{node.pointer or '/'}) is not supported")
     elif node.kind in ("union", "ref"):
-        if id(node) in refs:
+        key = (node.kind, id(node.alts[0]) if node.kind == "ref" else id(node))  # a target once
+        if key in refs:
             return
-        refs.add(id(node))
+        refs.add(key)
         for a in node.alts:
             _canonical_items(a, ptr, refs)
 
