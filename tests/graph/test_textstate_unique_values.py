@@ -76,15 +76,15 @@ CASES: list[tuple[dict, bytes, int]] = [
       "items": {"type": "object", "additionalProperties": _INT01, "propertyNames": {"enum": ["a", "b"]}}},
      b'[]{}":ab01', 22),
     ({"type": "array", "uniqueItems": True, "maxItems": 3,
-      "items": {"type": "object", "additionalProperties": {"const": 0}, "maxProperties": 2}}, b'[]{}":a0', 22),
+      "items": {"type": "object", "additionalProperties": {"const": 0}, "maxProperties": 2}}, b'[]{}":a0', 17),
     ({"type": "array", "uniqueItems": True, "items": {"type": "object", "patternProperties": {"^[ab]$": _BOOL},
                                                       "additionalProperties": False}}, b'[]{}":abtrue', 24),
     ({"type": "array", "uniqueItems": True, "items": {"type": "object", "properties": {"k": _INT01},
                                                       "additionalProperties": _INT01}},
-     b'[]{}":ak01', 20),
-    ({"type": "array", "uniqueItems": True, "items": {}}, b'[]{}":a01', 9),
+     b'[]{}":ak01', 16),
+    ({"type": "array", "uniqueItems": True, "items": {}}, b'[]{}":a01', 7),
     ({"type": "array", "uniqueItems": True, "minItems": 2, "items": {"type": ["string", "array"]}},
-     b'[]"a1', 11),
+     b'[]"a1', 8),
     ({"type": "array", "uniqueItems": True, "items": {"anyOf": [
         {"type": "object", "properties": {"a": _INT01, "b": _INT01}, "required": ["a", "b"],
          "additionalProperties": False},
@@ -137,7 +137,7 @@ def test_accepted_texts_are_the_texts_of_valid_values(k: int) -> None:
     tm = TextMachine(compile_spec(schema))
     validator = jsonschema.Draft202012Validator(schema)
     alphabet = sorted(set(extra) | set(tm.sep) | set(tm.key_sep))
-    wide = sorted(set(alphabet) | set(b"truefalsn0ab"))
+    wide = sorted(set(alphabet) | set(b"truefalsn0ab."))  # "." : `0` may go on to `0.1`
     in_str = sorted(set(b'"') | {b for b in extra if chr(b) in "ab"})
     finals: set[bytes] = set()
     frontier = [(tm.initial(), b"")]
