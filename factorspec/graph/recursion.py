@@ -43,6 +43,11 @@ class RefTable:
         self.made += 1
         return node
 
+    def link(self, target: LayoutNode, ptr: str) -> Scalar:
+        """A reference node to a target compiled before (shared: `SchemaCompiler._referenced`)."""
+        self.made += 1
+        return Scalar(ptr, "ref", alts=[target])
+
     def bind(self, ref: str, target: LayoutNode) -> None:
         for node in self._pending.pop(ref, []):
             node.alts = [target]

@@ -21,14 +21,15 @@ import dataclasses
 import json
 import math
 import urllib.parse
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Optional, Union, cast
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph import metaschemas
 from factorspec.graph.all_of import merge_all_of
-from factorspec.graph.disjoint import Overlaps, Vocabulary, exclusive_plan
+from factorspec.graph.disjoint import Overlaps, Plan, Vocabulary, exclusive_plan
 from factorspec.graph.exclusive import exclusive_terms
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
@@ -373,6 +374,8 @@ class SchemaCompiler:
         self.open_objects = open_objects
         self._ref_stack: list[str] = []
         self._refs = _ref_table()
+        self._shared: dict[str, LayoutNode] = {}  # reference key -> its compiled recursive target
+        self._plans: dict[str, Plan] = {}  # oneOf text -> its disjointness plan (`_plan`)
         self._report: dict[tuple[str, str], str] = {}
         self._ov: Optional[Overlaps] = None
         self._anchor_table: Optional[dict[str, str]] = None
@@ -560,18 +563,7 @@ class SchemaCompiler:
                                     ptr, depth)
             target, tptr = self._resolve(s["$ref"], ptr)
             ref = "#" + tptr  # one key per target, however the reference spells it
-            if ref in self._ref_stack:  # recursion: a reference node, linked when the target is done
-                return self._refs.placeholder(ref, ptr)
-            self._ref_stack.append(ref)
-            try:
-                n = self.node(target, tptr, depth + 1)
-            except SpecError:
-                self._refs.drop(ref)
-                raise
-            finally:
-                self._ref_stack.pop()
-            self._refs.bind(ref, n)
-            return n
+            return self._referenced(ref, lambda: self.node(target, tptr, depth + 1), ptr)
         if keys & {"not", "if", "then", "else", "dependentSchemas", "dependencies"} and \
                 has_conditionals({k: s[k] for k in keys}):
             # not / if-then-else / schema dependencies pushed into positive allOf members (negation.py)
@@ -768,6 +760,15 @@ class SchemaCompiler:
             # allOf of one schema is that schema: compiled as is, so a recursive $ref in it meets the
             # reference stack instead of being inlined by the merge at every level
             return self.node(members[0], f"{ptr}/allOf/0", depth + 1)
+        text = json.dumps(s, sort_keys=True, default=str)
+        if '"$ref"' in text:
+            # the merge inlines its members' $refs, so a recursion through them would never meet the
+            # reference stack: the allOf itself is a reference key (its text: the same text in one
+            # document is the same schema), and met again inside itself it is a reference node
+            return self._referenced(f"allOf {text}", lambda: self._merged_all_of(s, ptr, depth), ptr)
+        return self._merged_all_of(s, ptr, depth)
+
+    def _merged_all_of(self, s: dict, ptr: str, depth: int) -> LayoutNode:
         merged = merge_all_of(s, ptr, self._resolve, _draft4_exclusive, VALIDATION_KEYWORDS)
         self._note(ptr, "allOf", "merged into one schema")
         try:
@@ -792,7 +793,7 @@ class SchemaCompiler:
         siblings = {k: s[k] for k in keys if k != kw}
         overlap: SpecError | None = None
         if kw == "oneOf":
-            plan = exclusive_plan(self._overlaps(), alts, {k: v for k, v in s.items() if k != "oneOf"})
+            plan = self._plan(alts, {k: v for k, v in s.items() if k != "oneOf"})
             if plan.excluded:
                 return self._exclude_types(s, plan.excluded, plan.why, ptr, depth)
             if plan.pair is not None:
@@ -810,10 +811,8 @@ class SchemaCompiler:
         empty: SpecError | None = None
         for i, a in enumerate(alts):
             aptr = f"{ptr}/{kw}/{i}"
-            if siblings:
-                a, aptr = self._merge(siblings, a, aptr, kw, ptr)
             try:
-                n = self.node(a, aptr, depth + 1)
+                n, a = self._alternative(siblings, a, aptr, kw, ptr, depth)
             except EmptySchema as e:
                 self._note(aptr, "", f"admits no value ({e.message}): the alternative is left out")
                 empty = e
@@ -840,6 +839,15 @@ class SchemaCompiler:
         for n, _ in per_alt:
             nodes.extend(n.alts if isinstance(n, Scalar) and n.kind == "union" else [n])
         return nodes[0] if len(nodes) == 1 else Scalar(ptr, "union", alts=nodes)
+
+    def _plan(self, alts: list, parent: dict) -> Plan:
+        """`exclusive_plan`, once per oneOf text: a definition met under many paths repeats its oneOf,
+        and the disjointness proofs are a function of the schemas alone (one document)."""
+        key = json.dumps([alts, parent], sort_keys=True, default=str)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = exclusive_plan(self._overlaps(), alts, parent)
+        return plan
 
     def _overlaps(self) -> Overlaps:
         if self._ov is None:
@@ -910,6 +918,8 @@ class SchemaCompiler:
                 rest = {k: v for k, v in parent.items() if k != "oneOf"}
                 if self._overlaps().disjoint_any({"allOf": [ai, rest]}, {"allOf": [aj, rest]}):
                     continue
+                if isinstance(ni, Scalar) and ni.kind == "ref" and ni.alts:
+                    ni = ni.alts[0]  # a shared recursive target (`_referenced`): narrowed on a copy below
                 if not isinstance(ni, Obj) or ni.extra is not None:
                     raise overlap
                 declared = {f.key: f for f in ni.fields}
@@ -920,16 +930,66 @@ class SchemaCompiler:
                 if not optional or ni.rules is not None:
                     raise overlap
                 k = optional[0]
-                ni.fields = [f for f in ni.fields if f.key != k]
+                # a copy: the node may be shared (a recursive target met elsewhere, `_referenced`)
+                ni = replace(ni, fields=[f for f in ni.fields if f.key != k])
+                per_alt[i] = (ni, ai)
                 self._note(ni.pointer, "oneOf", f"property {k!r} left out here so that no value also matches "
                            f"oneOf alternative #{j} (which requires it)")
+
+    def _alternative(self, siblings: dict, a: Any, aptr: str, kw: str, ptr: str,
+                     depth: int) -> tuple[LayoutNode, Any]:
+        """An alternative of anyOf/oneOf compiled with the keywords beside it (their allOf), and the
+        schema it was compiled from. An alternative that is a `$ref` keeps the reference visible to
+        recursion (recursion.py): where its target entails the siblings (`_entails`: the allOf is the
+        target itself) it is compiled as the plain `$ref`; otherwise the merged schema is compiled
+        under its own reference key (the target's, plus the siblings), so a cycle back to the same
+        merge becomes a reference node to it instead of an unfolding that nests until MAX_DEPTH."""
+        if not siblings:
+            return self.node(a, aptr, depth + 1), a
+        target, tptr = a, None
+        while isinstance(target, dict) and "$ref" in target and not (self._keywords(target, aptr) - {"$ref"}):
+            target, tptr = self._resolve(target["$ref"], aptr)
+        if tptr is None:
+            merged, mptr = self._merge(siblings, a, aptr, kw, ptr)
+            return self.node(merged, mptr, depth + 1), merged
+        if _entails(target, siblings):
+            return self.node(a, aptr, depth + 1), a
+        merged, mptr = self._merge(siblings, a, aptr, kw, ptr)
+        key = f"#{tptr} & {json.dumps(siblings, sort_keys=True, default=str)}"
+        return self._referenced(key, lambda: self.node(merged, mptr, depth + 1), aptr), merged
+
+    def _referenced(self, key: str, build: Callable[[], LayoutNode], ptr: str) -> LayoutNode:
+        """The node of a referenced schema (`key`: its reference key; `build` compiles it). On the reference stack: a
+        reference node, linked when the target is done (recursion.py). A target compiled before whose
+        layout holds reference nodes (a recursive part) is shared, by a new reference node to it: its
+        language is its schema's wherever it is met, and compiling it afresh under every path through
+        the cycles is exponential in the number of mutually recursive definitions. Shared targets
+        made while a target that then fails was compiled are forgotten (they may point into it)."""
+        if key in self._ref_stack:
+            return self._refs.placeholder(key, ptr)
+        hit = self._shared.get(key)
+        if hit is not None:
+            return self._refs.link(hit, ptr)
+        made, known = self._refs.made, len(self._shared)
+        self._ref_stack.append(key)
+        try:
+            n = build()
+        except SpecError:
+            self._refs.drop(key)
+            for k in list(self._shared)[known:]:
+                del self._shared[k]
+            raise
+        finally:
+            self._ref_stack.pop()
+        self._refs.bind(key, n)
+        if self._refs.made > made:
+            self._shared[key] = n
+        return n
 
     def _merge(self, siblings: dict, a: Any, aptr: str, kw: str, ptr: str) -> tuple[Any, str]:
         """The alternative with the keywords beside anyOf/oneOf (an allOf of the two), where the
         two share no keyword and no interacting group is split between them."""
         while isinstance(a, dict) and "$ref" in a and not (self._keywords(a, aptr) - {"$ref"}):
-            if a["$ref"] in self._ref_stack:
-                raise SpecError(f"{aptr}/$ref", f"recursive reference {a['$ref']!r} is not supported")
             a, aptr = self._resolve(a["$ref"], aptr)
         if a is True:
             return dict(siblings), ptr
@@ -1468,6 +1528,47 @@ _INTERACTING = ({"properties", "patternProperties", "additionalProperties", "une
                 {"items", "prefixItems", "additionalItems", "unevaluatedItems"},
                 {"contains", "minContains", "maxContains"}, {"if", "then", "else"},
                 {"minimum", "exclusiveMinimum"}, {"maximum", "exclusiveMaximum"})
+
+
+def _types_of(t: Any) -> Optional[set[str]]:
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list) and all(isinstance(x, str) for x in t):
+        return set(t)
+    return None
+
+
+def _entails(target: Any, siblings: dict) -> bool:
+    """Whether every value of the schema `target` satisfies the keywords `siblings` (so their allOf
+    is `target`), by a syntactic check: each sibling is a keyword of the target with the same value
+    (a keyword is a constraint, and one constraint twice is itself), `type` may also list more types
+    than the target's, and a sibling in a group of interacting keywords (`_INTERACTING`) needs the
+    whole group equal in both (additionalProperties means something else beside other properties)."""
+    if not isinstance(target, dict):
+        return False
+    target = _draft4_exclusive(target)
+    for k, v in siblings.items():
+        if k in ("unevaluatedProperties", "unevaluatedItems", "$ref"):
+            return False
+        if k == "type":
+            have, allowed = _types_of(target.get("type")), _types_of(v)
+            if have is None or allowed is None:
+                return False
+            if not all(t in allowed or (t == "integer" and "number" in allowed) for t in have):
+                return False
+            continue
+        if k not in target or not _same_json(target[k], v):
+            return False
+        for group in _INTERACTING:
+            if k in group and any((g in target) != (g in siblings) or
+                                  (g in siblings and not _same_json(target[g], siblings[g])) for g in group):
+                return False
+    return True
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """The same JSON text (True is not 1, unlike Python's ==)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def _is_noop(k: str, v: Any) -> bool:

@@ -417,10 +417,10 @@ def unique_relations(template: LayoutNode, text_paths: Optional[list] = None) ->
                         text_paths.append(None if keys is None else tuple(keys))
             walk(node.item, None if keys is None else keys + ["*"], True)
         elif isinstance(node, Scalar) and node.kind in ("union", "ref"):
-            if node.kind == "ref":
-                if id(node) in seen_refs:
+            if node.kind == "ref":  # each target once, however many reference nodes lead to it
+                if id(node.alts[0]) in seen_refs:
                     return
-                seen_refs.add(id(node))
+                seen_refs.add(id(node.alts[0]))
             for a in node.alts:
                 walk(a, None, under_array)
 
