@@ -43,6 +43,17 @@ SURR = (0xD800, 0xDFFF)
 Iv = tuple[tuple[int, int], ...]  # a set of code points: sorted disjoint inclusive intervals
 
 
+def _intern(index: dict, order: list, state: Any, ptr: str, src: str) -> int:
+    """The DFA number of a subset-construction state, numbering a new one within MAX_DFA_STATES."""
+    j = index.get(state)
+    if j is None:
+        if len(order) >= MAX_DFA_STATES:
+            raise SpecError(ptr, f"pattern {src[:80]!r}: its automaton exceeds {MAX_DFA_STATES} DFA states (budget)")
+        j = index[state] = len(order)
+        order.append(state)
+    return j
+
+
 def _norm(ivs: Sequence[tuple[int, int]]) -> Iv:
     out: list[list[int]] = []
     for lo, hi in sorted(ivs):
@@ -623,14 +634,7 @@ def _dfa_of(ast: Any, src: str, ptr: str, wide: bool) -> Dfa:
                 row.append(-1)
                 continue
             tgt = _closure(nfa, frozenset(buckets.get(c, ())), False, False)
-            j = index.get(tgt)
-            if j is None:
-                if len(order) >= MAX_DFA_STATES:
-                    raise SpecError(ptr, f"pattern {src[:80]!r}: its automaton exceeds {MAX_DFA_STATES} DFA "
-                                         "states (budget)")
-                j = index[tgt] = len(order)
-                order.append(tgt)
-            row.append(j)
+            row.append(_intern(index, order, tgt, ptr, src))
         trans.append(row)
     labels: list[Hashable] = [final in _closure(nfa, st, i == 0, True) for i, st in enumerate(order)]
     return _minimize(_merge_classes(Dfa(starts, trans, labels)))
@@ -837,14 +841,7 @@ def _asserting_dfa(nfa: _Nfa, a: int, b: int, src: str, ptr: str, wide: bool) ->
             if hit is None:
                 hit = memo[key] = closure(moved, False, False, prev)
             tgt = (hit, prev)
-            j = index.get(tgt)
-            if j is None:
-                if len(order) >= MAX_DFA_STATES:
-                    raise SpecError(ptr, f"pattern {src[:80]!r}: its automaton exceeds {MAX_DFA_STATES} DFA "
-                                         "states (budget)")
-                j = index[tgt] = len(order)
-                order.append(tgt)
-            row.append(j)
+            row.append(_intern(index, order, tgt, ptr, src))
         trans.append(row)
     labels: list[Hashable] = [accepting(th, i == 0, prev) for i, (th, prev) in enumerate(order)]
     # minimize over the representative classes only, then spread the columns back
