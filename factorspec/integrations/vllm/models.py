@@ -78,8 +78,9 @@ def hf_model_dir(name: str) -> Path:
 
         from factorspec.models import load_model
 
-        del torch  # load_model caches the bf16 safetensors directory as a side effect
-        load_model(name)
+        # load_model caches the safetensors directory of the dtype it is given as a side effect;
+        # named here, since its default follows this CPU (float32 where bf16 is slow)
+        load_model(name, dtype=torch.bfloat16)
     if not (tokdir / "tokenizer_config.json").is_file():
         from factorspec.models import load_tokenizer
 
@@ -88,6 +89,8 @@ def hf_model_dir(name: str) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
+    if not (weights / "config.json").is_file():
+        raise RuntimeError(f"{weights}: the bfloat16 cache of {name!r} was not written (config.json missing)")
     cfg = json.loads((weights / "config.json").read_text())
     if not cfg.get("architectures"):
         mt = cfg.get("model_type", "")
