@@ -877,8 +877,14 @@ class SchemaCompiler:
         rest = {k: v for k, v in s.items() if k != "oneOf"}
         self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
         try:
-            only = exclusive_terms(self._overlaps(), alts, {k: v for k, v in rest.items()
-                                                            if k in VALIDATION_KEYWORDS}, ptr, layout_keys)
+            given = {k: v for k, v in rest.items() if k in VALIDATION_KEYWORDS}
+            only = exclusive_terms(self._overlaps(), alts, given, ptr, layout_keys)
+            if not only and any(k is not None for k in layout_keys):
+                # read by their closed layouts, every alternative's values also match another
+                # (open) one; read as written (no layout keys: each term sound on every value,
+                # test_exclusive.py), a value may still match exactly one: the narrowing must
+                # not turn a schema with values into an empty one
+                only = exclusive_terms(self._overlaps(), alts, given, ptr, None)
             if not only:
                 raise EmptySchema(f"{ptr}/oneOf", "every value of each alternative also matches another one")
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)

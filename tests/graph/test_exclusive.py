@@ -254,3 +254,20 @@ def test_closed_layouts_tell_open_alternatives_apart() -> None:
             elif ok:  # only a value no alternative's layout writes may be left out
                 assert not any(_valid(a, v) and set(v) <= set(a["properties"]) for a in schema["oneOf"]), v
     assert accepted >= 5
+
+
+def test_closed_layout_reading_never_empties_a_one_of_with_values() -> None:
+    """Github_trivial/o41582's shape: read by their closed layouts, each alternative's values also
+    match the other (open) one; read as written, `{"cat": 1}` matches only the first. The oneOf
+    compiles (no false "admits no value") and accepts exactly the validator's values here."""
+    s = {"type": "object", "oneOf": [{"properties": {"dog": {"type": "string"}}},
+                                     {"properties": {"cat": {"type": "string"}}}]}
+    cs = compile_spec(s)
+    validator = jsonschema.Draft4Validator(s)
+    leaves: list[Any] = ["x", 1, None]
+    values: list[Any] = [{}] + [{k: v} for k in ("dog", "cat") for v in leaves]
+    values += [{"dog": a, "cat": b} for a in leaves for b in leaves]
+    assert sum(validator.is_valid(v) for v in values) >= 4
+    for v in values:
+        assert _accepts(cs, v) == validator.is_valid(v), v
+    assert byte_walks(TextMachine(cs), validator.is_valid, random.Random(0), prefer='{}",: 1xdogcatnul') > 0
