@@ -21,7 +21,7 @@ import dataclasses
 import json
 import math
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Optional, Union, cast
@@ -341,6 +341,19 @@ def _num(v: Any, ptr: str, kw: str) -> Fraction:
 
 
 MAX_MIN_SIZE = 100_000  # minItems/minLength beyond this would make every record huge
+
+
+def _dependency_entries(s: dict, keys: set[str], ptr: str) -> Iterator[tuple[str, str, Any, str]]:
+    """(keyword, property, its dependency as written, pointer) of every dependencies /
+    dependentRequired entry present in `keys` (each keyword must be an object)."""
+    for kw in ("dependencies", "dependentRequired"):
+        if kw not in keys:
+            continue
+        d = s[kw]
+        if not isinstance(d, dict):
+            raise SpecError(f"{ptr}/{kw}", f"{kw} must be an object")
+        for a, bs in d.items():
+            yield kw, a, bs, f"{ptr}/{kw}/{escape_pointer(a)}"
 
 
 def _nonneg_int(v: Any, ptr: str, kw: str) -> int:
@@ -1371,24 +1384,17 @@ class SchemaCompiler:
         could be (a pattern key) is refused."""
         index = {f.key: i for i, f in enumerate(fields)}
         out: dict[int, int] = {}
-        for kw in ("dependencies", "dependentRequired"):
-            if kw not in keys:
-                continue
-            deps = s[kw]
-            if not isinstance(deps, dict):
-                raise SpecError(f"{ptr}/{kw}", f"{kw} must be an object")
-            for a, bs in deps.items():
-                aptr = f"{ptr}/{kw}/{escape_pointer(a)}"
-                if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
-                    raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames takes lists of names only")
-                if a not in index and a in declared:
-                    continue  # a declared property left out (no value fits): never present
-                names = [a] + [b for b in bs if b != a]
-                bad = [x for x in names if x not in index]
-                if bad:
-                    raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames is supported only between "
-                                    f"declared properties ({bad[0]!r} is not one that can be present)")
-                out[index[a]] = out.get(index[a], 0) | sum(1 << index[b] for b in names[1:])
+        for kw, a, bs, aptr in _dependency_entries(s, keys, ptr):
+            if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
+                raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames takes lists of names only")
+            if a not in index and a in declared:
+                continue  # a declared property left out (no value fits): never present
+            names = [a] + [b for b in bs if b != a]
+            bad = [x for x in names if x not in index]
+            if bad:
+                raise SpecError(aptr, f"{kw} beside patternProperties/propertyNames is supported only between "
+                                f"declared properties ({bad[0]!r} is not one that can be present)")
+            out[index[a]] = out.get(index[a], 0) | sum(1 << index[b] for b in names[1:])
         return out
 
     def _dependencies(self, s: dict, keys: set[str], ptr: str, fields: list[Field], extra: Optional[LayoutNode],
@@ -1399,23 +1405,16 @@ class SchemaCompiler:
         object closed by additionalProperties false, a property that requires an undeclared one
         can never appear and is dropped."""
         out: dict[str, list[str]] = {}
-        for kw in ("dependencies", "dependentRequired"):
-            if kw not in keys:
-                continue
-            d = s[kw]
-            if not isinstance(d, dict):
-                raise SpecError(f"{ptr}/{kw}", f"{kw} must be an object")
-            for a, bs in d.items():
-                kp = f"{ptr}/{kw}/{escape_pointer(a)}"
-                if kw == "dependencies" and not isinstance(bs, list):
-                    if bs is True or bs == {}:
-                        continue
-                    raise SpecError(kp, "dependencies values must be lists of property names or schemas, got "
-                                    f"{json.dumps(bs)[:40]}")
-                if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
-                    raise SpecError(kp, f"{kw} values must be lists of property names")
-                out.setdefault(a, [])
-                out[a] += [b for b in bs if b != a and b not in out[a]]
+        for kw, a, bs, kp in _dependency_entries(s, keys, ptr):
+            if kw == "dependencies" and not isinstance(bs, list):
+                if bs is True or bs == {}:
+                    continue
+                raise SpecError(kp, "dependencies values must be lists of property names or schemas, got "
+                                f"{json.dumps(bs)[:40]}")
+            if not isinstance(bs, list) or not all(isinstance(b, str) for b in bs):
+                raise SpecError(kp, f"{kw} values must be lists of property names")
+            out.setdefault(a, [])
+            out[a] += [b for b in bs if b != a and b not in out[a]]
         declared = {f.key for f in fields}
         for a in list(out):
             if explicit_closed and (a not in declared or any(b not in declared for b in out[a])):
