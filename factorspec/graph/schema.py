@@ -130,11 +130,17 @@ class Scalar:
     nlo_open: bool = False
     nhi: Optional[Fraction] = None
     nhi_open: bool = False
+    # kind "number" only: no integer is a value (a `not` of type integer). FactorSpec writes numbers
+    # without exponent and a fraction's last digit non-zero, so the text of such a value is one whose
+    # fraction part is non-empty (never `1.0`, an integer from draft 6 on and a float in draft 4)
+    non_integer: bool = False
     # kind "string" only: the regular language of `pattern` within the length bounds (regex_lang.py)
     lang: Optional[StringLang] = None
 
     def number_within(self, v: Fraction) -> bool:
-        """A free number's value inside its bounds (exactly)."""
+        """A free number's value inside its bounds (exactly), and not an integer if `non_integer`."""
+        if self.non_integer and v.denominator == 1:
+            return False
         if self.nlo is not None and (v < self.nlo or (self.nlo_open and v == self.nlo)):
             return False
         return not (self.nhi is not None and (v > self.nhi or (self.nhi_open and v == self.nhi)))
@@ -709,6 +715,8 @@ class SchemaCompiler:
                 return base
         if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
+        if isinstance(base, Scalar) and base.kind == "number" and excludes_integers(s["not"]):
+            return self._non_integer(base, s["not"], ptr)
         if isinstance(base, Scalar) and base.kind in ("integer", "fixed", "number") and not excludes_integers(
                 s["not"]) and not (base.finite and base.hi - base.lo < MAX_EXCLUSION_DOMAIN):  # type: ignore[operator]
             return self._punctured(base, s["not"], ptr)
@@ -726,6 +734,16 @@ class SchemaCompiler:
         if not values:
             raise EmptySchema(f"{ptr}/not", "'not' excludes every value of the range")
         return Scalar(ptr, "enum", values=values)
+
+    def _non_integer(self, base: Scalar, exclusion: Any, ptr: str) -> LayoutNode:
+        """A free number minus every integer (and maybe finitely many other values): the same
+        ranges with `non_integer` set, exactly (the text automaton ends such a number only after a
+        fraction part). Empty only where the range is one integer."""
+        node = dataclasses.replace(base, non_integer=True)
+        if node.nlo is not None and node.nlo == node.nhi and not node.number_within(node.nlo):
+            raise EmptySchema(f"{ptr}/not", "'not' excludes every integer, and the range holds only one")
+        self._note(ptr, "not", "a number that is not an integer: written with a fraction part")
+        return self._punctured(node, exclusion, ptr)
 
     def _punctured(self, base: Scalar, exclusion: Any, ptr: str) -> LayoutNode:
         """A large or unbounded integer/fixed-point range, or a free number, minus finitely many

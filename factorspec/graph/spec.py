@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -370,18 +371,27 @@ def compile_spec(doc: Any, budget: Optional[Budget] = None, style: TextStyle = T
 
 def _free_number_value(s: Scalar) -> Any:
     """A value inside a free number's bounds: 0 where it fits, else the nearest closed bound, else
-    a point strictly inside (decimal: a midpoint of decimals, or a bound plus or minus one)."""
+    a point strictly inside (decimal: a midpoint of decimals, or a bound plus or minus one); for a
+    `non_integer` number the first of those that is not an integer, else one half past an integer."""
     if s.number_within(Fraction(0)):
         return 0
+    cands: list[Fraction] = []
     if s.nlo is not None and not s.nlo_open:
-        v = s.nlo
-    elif s.nhi is not None and not s.nhi_open:
-        v = s.nhi
-    elif s.nlo is not None and s.nhi is not None:
-        v = (s.nlo + s.nhi) / 2
-    else:
-        v = s.nlo + 1 if s.nlo is not None else s.nhi - 1  # type: ignore[operator,assignment]
-    return int(v) if v.denominator == 1 else v
+        cands.append(s.nlo)
+    if s.nhi is not None and not s.nhi_open:
+        cands.append(s.nhi)
+    if s.nlo is not None and s.nhi is not None:
+        m = (s.nlo + s.nhi) / 2
+        cands += [m, m + min(Fraction(1, 2), (s.nhi - m) / 2)]  # m + a part of (0, 1/2]: inside, not whole
+    if s.nlo is not None:
+        cands += [s.nlo + 1, math.floor(s.nlo) + Fraction(3, 2)]
+    if s.nhi is not None:
+        cands += [s.nhi - 1, math.ceil(s.nhi) - Fraction(3, 2)]
+    cands.append(Fraction(1, 2))
+    for v in cands:
+        if s.number_within(v):
+            return int(v) if v.denominator == 1 else v
+    raise AssertionError(f"free number at {s.pointer or '/'} has no value (refused when compiled)")
 
 
 MAX_UNIQUE_ITEMS = 1000  # a uniqueItems array without maxItems is bounded by its items' domain

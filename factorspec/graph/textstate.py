@@ -447,8 +447,8 @@ class TextMachine:
                 lo, lc = node.nlo, not node.nlo_open
             if node.nhi is not None and (node.nhi < hi or (node.nhi == hi and node.nhi_open)):
                 hi, hc = node.nhi, not node.nhi_open
-            if lo < hi or (lo == hi and lc and hc):
-                return True
+            if lo < hi or (lo == hi and lc and hc and not (node.non_integer and lo.denominator == 1)):
+                return True  # a non-empty interval holds non-integer decimals too
         return False
 
     def _abs_bound(self, path: tuple, sol: Any, step: Optional[Fraction], neg: bool = False) -> Optional[Fraction]:
