@@ -124,7 +124,8 @@ class Heights:
         if isinstance(n, Arr):
             if n.min_items == 0:
                 return 1
-            return INF if self.of(n.item) >= INF else 1 + self.of(n.item)
+            h = self.of(n.item) if n.contains is None else max(self.of(n.item_alt(0)), self.of(n.item))
+            return INF if h >= INF else 1 + h
         if isinstance(n, Obj):
             if n.rules is not None:
                 return self._rules_height(n)

@@ -97,7 +97,7 @@ JSON_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _TYPE_KEYWORDS = {
     "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
                "dependentRequired", "dependencies", "patternProperties", "propertyNames", OBJECT_LAYERS},
-    "array": {"items", "minItems", "maxItems", "uniqueItems"},
+    "array": {"items", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains"},
     "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "string": {"minLength", "maxLength", "pattern", REGULAR},
@@ -328,6 +328,18 @@ class Arr:
     # uniqueItems kept by the text automaton instead (items not finite, or not at a declared path):
     # each item's canonical text must differ from the earlier ones' (textstate.py, 'U' tasks)
     text_unique: bool = False
+    # `contains`: (minContains, maxContains or None). The item is then a union whose alternative 0
+    # is the items that match `contains` and alternative 1 (if any) those that do not; the text
+    # automaton counts the items written as alternative 0 ('C' arrays in textstate.py)
+    contains: Optional[tuple[int, Optional[int]]] = None
+
+    def item_alt(self, i: int) -> LayoutNode:
+        """The node a smallest instance writes as item i: a matching item while minContains is not
+        met (min_items already counts them), then any item."""
+        if self.contains is None:
+            return self.item
+        alts = self.item.alts  # type: ignore[union-attr]
+        return alts[0] if i < self.contains[0] or len(alts) == 1 else alts[1]
 
 
 LayoutNode = Union[Scalar, Obj, Arr]  # one node of the record layout (the template tree)
@@ -1493,7 +1505,60 @@ class SchemaCompiler:
             self._note(f"{ptr}/items", "", f"admits no value ({e.message}): only the empty array")
             return Arr(ptr, Scalar(f"{ptr}/items", "any"), 0, 0)
         unique = s.get("uniqueItems") is True and (hi is None or hi > 1)
+        if "contains" in s:
+            return self._contains(s, items, item, lo, hi, unique, ptr, depth)
+        for k in ("minContains", "maxContains"):
+            if k in s:
+                self._note(ptr, k, "without 'contains': a no-op")
         return Arr(ptr, item, lo, hi, unique)
+
+    def _contains(self, s: dict, items: Any, item: LayoutNode, lo: int, hi: Optional[int], unique: bool,
+                  ptr: str, depth: int) -> Arr:
+        """An array with `contains`: its items split into those that match the `contains` schema
+        and those that do not (the negation compiled by negation.py), the text automaton counting
+        the matching ones. Exact: every item is one or the other. When no item can fail the
+        `contains` schema the count is the length; when none can match, minContains must be 0."""
+        cmin, cmax = 1, None
+        if self._ref_siblings_ignored():  # drafts 4 to 7 have no minContains/maxContains
+            for k in ("minContains", "maxContains"):
+                if k in s:
+                    self._note(ptr, k, "not a keyword of this draft (2019-09 on): ignored")
+        else:
+            cmin = _nonneg_int(s.get("minContains", 1), ptr, "minContains")
+            cmax = _nonneg_int(s["maxContains"], ptr, "maxContains") if "maxContains" in s else None
+        if cmax is not None and cmax < cmin:
+            raise EmptySchema(f"{ptr}/maxContains", f"maxContains {cmax} < minContains {cmin}: no array fits")
+        if cmin == 0 and cmax is None:
+            self._note(ptr, "contains", "minContains 0 without maxContains: a no-op")
+            return Arr(ptr, item, lo, hi, unique)
+        c = s["contains"]
+        hit_s = c if items is True else {"allOf": [items, c]}
+        miss_s = {"not": c} if items is True else {"allOf": [items, {"not": c}]}
+        try:
+            hit: Optional[LayoutNode] = self.node(hit_s, f"{ptr}/contains", depth + 1)
+        except EmptySchema as e:
+            if cmin > 0:
+                raise EmptySchema(f"{ptr}/contains", f"no item can match 'contains' ({e.message})") from None
+            hit = None
+        try:
+            miss: Optional[LayoutNode] = self.node(miss_s, f"{ptr}/contains", depth + 1)
+        except EmptySchema:
+            miss = None
+        if hit is None:  # minContains 0: no item matches, so the count stays 0 <= maxContains
+            return Arr(ptr, item, lo, hi, unique)
+        lo = max(lo, cmin)
+        if miss is None:  # every item matches: the count is the length
+            hi = cmax if hi is None else hi if cmax is None else min(hi, cmax)
+            if hi is not None and hi < lo:
+                raise EmptySchema(f"{ptr}/maxContains", "every item matches 'contains', and maxContains/maxItems "
+                                  "leave fewer items than minItems/minContains need")
+            return Arr(ptr, hit, lo, hi, unique and (hi is None or hi > 1))
+        if hi is not None and hi < lo:
+            raise EmptySchema(f"{ptr}/maxItems", f"maxItems {hi} < minContains {cmin}: no array fits")
+        if unique:
+            raise SpecError(f"{ptr}/contains", "'contains' together with uniqueItems is not supported "
+                            "(drop one, or list the allowed arrays in an enum)")
+        return Arr(ptr, Scalar(f"{ptr}/items", "union", alts=[hit, miss]), lo, hi, contains=(cmin, cmax))
 
     def _free_number(self, s: dict, ptr: str) -> Scalar:
         """A number without multipleOf: any decimal, bounds kept exactly as values (the tighter of
@@ -1822,6 +1887,12 @@ def schema_violations(node: LayoutNode, value: Any, path: tuple = ()) -> list[tu
                 if j != i:
                     out.append((path + (i,), f"uniqueItems: item {i} equals item {j}"))
         item = node.item
+        if node.contains is not None:
+            cmin, cmax = node.contains
+            hit = item.alts[0]  # type: ignore[union-attr]
+            n = sum(1 for v in value if not schema_violations(hit, v))
+            if n < cmin or (cmax is not None and n > cmax):
+                out.append((path, f"{n} items match 'contains', outside [{cmin}, {cmax}]"))
         if isinstance(item, Scalar) and item.kind in ("integer", "fixed") and item.finite:
             enc = item.encode  # fast path for long arrays of bounded numbers: one call per item
             for i, v in enumerate(value):

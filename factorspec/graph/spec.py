@@ -217,7 +217,7 @@ class CompiledSpec:
             return out
         if isinstance(node, Arr):
             n = lens.get(path, node.min_items)
-            return [self._build(node.item, path + (k,), A, lens, present) for k in range(n)]
+            return [self._build(node.item_alt(k), path + (k,), A, lens, present) for k in range(n)]
         v = self.var_of.get(path)
         if v is not None:
             return node.decode(A[v.id])
@@ -313,7 +313,7 @@ def _minimal(node: LayoutNode, build: Optional[Any] = None, path: tuple = (), hs
             out[k] = _minimal(node.extra_node(k), None, (), hs)  # type: ignore[arg-type]
         return out
     if isinstance(node, Arr):
-        return [_minimal(node.item, None, (), hs) for _ in range(node.min_items)]
+        return [_minimal(node.item_alt(i), None, (), hs) for i in range(node.min_items)]
     s: Scalar = node
     if s.kind == "ref":
         return _minimal(s.alts[0], None, (), hs)
@@ -425,6 +425,8 @@ def unique_relations(template: LayoutNode, text_paths: Optional[list] = None) ->
                     _text_unique(node)
                     if text_paths is not None:
                         text_paths.append(None if keys is None else tuple(keys))
+            if node.contains is not None and text_paths is not None:  # counted by the text automaton
+                text_paths.append(None if keys is None else tuple(keys))
             walk(node.item, None if keys is None else keys + ["*"], True)
         elif isinstance(node, Scalar) and node.kind in ("union", "ref"):
             if node.kind == "ref":  # each target once, however many reference nodes lead to it
@@ -534,5 +536,6 @@ def text_unique_relation_check(spec: Any, text_paths: list) -> None:
             for p in paths:
                 if norm[:len(p)] == p:
                     raise SpecError("/x-factorspec/relations", f"a relation names {path_text(vp)}, inside the "
-                                    f"uniqueItems array {'.'.join(p)} whose items are not finite (or not at a "
-                                    "declared path); relations on such arrays are not supported")
+                                    f"array {'.'.join(p)} whose uniqueItems (items not finite, or not at a "
+                                    "declared path) or 'contains' the text automaton keeps; relations on such "
+                                    "arrays are not supported")

@@ -7,6 +7,7 @@ A configuration is (stack of pending tasks, solver State). Tasks, top of the sta
   ('A', path, k)               an array with k items written (next: another item, or ']')
   ('A', path, k, seen)         the same for a `text_unique` array: `seen` the earlier items' values
                                (unique_values.item_value: JSON equality, not text equality)
+  ('C', path, k, c)            a `contains` array with k items, c of them matching (`_counted`)
   ('W', path, k, seen)         a text_unique array's item k, after its separator (becomes U and V)
   ('U', path, k, seen, raw, near)  under item k of a text_unique array: `raw` its text so far (every
                                byte the tasks above consume is added), `near` the earlier values
@@ -178,6 +179,8 @@ class TextMachine:
                 work.extend(self._fields(rest, top, sol))
             elif kind == "A":
                 work.extend(self._items(rest, top, sol))
+            elif kind == "C":
+                work.extend(self._counted(rest, top, sol))
             elif kind == "E":
                 work.extend(self._extra(rest, top, sol))
             elif kind == "P":
@@ -207,6 +210,8 @@ class TextMachine:
                 return [(rest + (("P", path, 0, 0, 0), ("L", b"{")), sol)]
             return [(rest + (("O", path, 0, 0), ("L", b"{")), sol)]
         if isinstance(node, Arr):
+            if node.contains is not None:
+                return [(rest + (("C", path, 0, 0), ("L", b"[")), sol)]
             if node.text_unique:
                 return [(rest + (("A", path, 0, frozenset()), ("L", b"[")), sol)]
             return [(rest + (("A", path, 0), ("L", b"[")), sol)]
@@ -317,6 +322,32 @@ class TextMachine:
         s0 = sol.narrow(pv.id, frozenset([0]))
         if s0 is not None:
             out.append((absent[0], s0))
+        return out
+
+    def _counted(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
+        """A `contains` array with k items, c of them written as matching items (alternative 0 of
+        the item union; saturated at minContains when there is no maxContains): close once
+        minItems and minContains are met, or one more matching item (within maxContains) or other
+        item, each only while minContains can still be met within maxItems (every other item can
+        be a non-matching one, so that is the only condition). No solver variable names such an
+        array (spec.text_unique_relation_check)."""
+        _, path, k, c = top
+        node: Arr = self.node_at(path)  # type: ignore[assignment]
+        assert node.contains is not None
+        cmin, cmax = node.contains
+        out = []
+        if k >= node.min_items and c >= cmin:
+            out.append((rest + (("L", b"]"),), sol))
+        sep = ("L", self.sep if k else b"")
+        for i, c2 in ((0, c + 1), (1, c)):
+            if cmax is not None and c2 > cmax:
+                continue
+            c2 = c2 if cmax is not None else min(c2, cmin)
+            if node.max_items is not None and max(node.min_items, k + 1 + max(0, cmin - c2)) > node.max_items:
+                continue
+            p = path + (k, ("|", i))
+            if self.fits(p):
+                out.append((rest + (("C", path, k + 1, c2), ("V", p), sep), sol))
         return out
 
     def _items(self, rest: tuple, top: tuple, sol: Any) -> list[Config]:
