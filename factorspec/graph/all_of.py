@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.negation import (
@@ -262,7 +262,7 @@ def _distinct_alternatives(kept: list[dict]) -> list[dict]:
             if not any(j != i and _within(forms[i], forms[j]) for j in range(len(once)))]
 
 
-_Form = "tuple[dict[str, str], frozenset[str], dict[str, str | bool]] | None"
+_Form = Optional[tuple[dict[str, str], frozenset[str], dict[str, Union[str, bool]]]]
 
 
 def _form(x: dict, text: Callable[[Any], str]) -> _Form:

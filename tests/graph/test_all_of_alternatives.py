@@ -110,7 +110,7 @@ _BIT = {"type": "integer", "minimum": 0, "maximum": 1}
 # dependencies of `not required` (each an anyOf of absent properties): 72 merged alternatives
 # before the ones inside others are dropped (refused at 64), few after (filespec-schema's shape)
 PRODUCT = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-           "properties": {k: _BIT for k in "abcdef"}, "additionalProperties": False,
+           "properties": dict.fromkeys("abcdef", _BIT), "additionalProperties": False,
            "anyOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}],
            "dependencies": {"a": {"not": {"required": ["b", "c", "d"]}}, "b": {"not": {"required": ["c", "d", "e"]}},
                             "c": {"not": {"required": ["d", "e", "f"]}}, "d": {"not": {"required": ["a", "e", "f"]}},
