@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional, Union
 
 from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph.negation import (
@@ -218,11 +218,79 @@ def _distribute(members: list[tuple[dict, str]], unions: list[tuple[dict, str]],
     if not kept:
         assert last is not None
         raise last
+    if kw == "anyOf":
+        kept = _distinct_alternatives(kept)
     width = sum(_leaves(k) for k in kept)
     if width > MAX_ALTERNATIVES:
         raise SpecError(f"{mptr}/{kw}", f"allOf over anyOf/oneOf members makes {width} alternatives "
                         f"(at most {MAX_ALTERNATIVES} are merged)")
     return kept[0] if len(kept) == 1 else {kw: kept}
+
+
+def _distinct_alternatives(kept: list[dict]) -> list[dict]:
+    """anyOf(a, anyOf(b, c), a) is anyOf(a, b, c): a merged alternative that is a bare anyOf is
+    spliced in, and equal alternatives are kept once (by canonical JSON), so that the choices that
+    merge to the same schema count once against MAX_ALTERNATIVES. Only for anyOf: oneOf(a, a)
+    admits nothing that a admits, so a oneOf's copies must stay."""
+    flat: list[dict] = []
+    for k in kept:
+        if set(k) == {"anyOf"} and isinstance(k["anyOf"], list) and all(isinstance(a, dict) for a in k["anyOf"]):
+            flat += k["anyOf"]
+        else:
+            flat.append(k)
+    memo: dict[int, tuple[Any, str]] = {}  # the alternatives share their members' subschemas
+
+    def text(v: Any) -> str:
+        """Canonical JSON of `v`, once per object (identity kept alive in `memo`)."""
+        if not isinstance(v, (dict, list)):
+            return json.dumps(v, sort_keys=True, default=str)
+        if id(v) not in memo:
+            memo[id(v)] = (v, json.dumps(v, sort_keys=True, default=str))
+        return memo[id(v)][1]
+
+    seen: set[str] = set()
+    once: list[dict] = []
+    for k in flat:
+        key = "{" + ",".join(json.dumps(x) + ":" + text(v) for x, v in sorted(k.items())) + "}"
+        if key not in seen:
+            seen.add(key)
+            once.append(k)
+    # an alternative inside another (a only adds constraints to b) adds no value to the anyOf:
+    # dropped, the first of two equal ones kept (equal ones are gone already)
+    forms = [_form(k, text) for k in once]
+    return [a for i, a in enumerate(once)
+            if not any(j != i and _within(forms[i], forms[j]) for j in range(len(once)))]
+
+
+_Form = Optional[tuple[dict[str, str], frozenset[str], dict[str, Union[str, bool]]]]
+
+
+def _form(x: dict, text: Callable[[Any], str]) -> _Form:
+    """`x` for `_within`: its keywords but properties/required as canonical JSON (`text`), its required
+    names, its properties (canonical JSON, False kept as False); None when it is a union or its
+    object keywords are malformed (then never compared)."""
+    if "anyOf" in x or "oneOf" in x:
+        return None
+    req, props = x.get("required", []), x.get("properties", {})
+    if not isinstance(req, list) or not isinstance(props, dict):
+        return None
+    rest = {k: text(v) for k, v in x.items() if k not in ("required", "properties")}
+    return rest, frozenset(str(r) for r in req), {k: (False if v is False else text(v)) for k, v in props.items()}
+
+
+def _within(a: _Form, b: _Form) -> bool:
+    """A sufficient, syntactic test that every value `a` admits `b` admits too: `b`'s keywords are
+    `a`'s (equal), except that `a` may require more properties and may declare more properties as
+    `false` (absent), listed by both or by `a` alone; `additionalProperties` must then be equal or
+    absent in both, as it judges the keys a member does not list."""
+    if a is None or b is None:
+        return False
+    (ra, qa, pa), (rb, qb, pb) = a, b
+    if ra != rb or not qb <= qa:
+        return False
+    if any(x not in pa or (pa[x] is not False and pa[x] != v) for x, v in pb.items()):
+        return False
+    return all(v is False for x, v in pa.items() if x not in pb)
 
 
 def _leaves(x: dict) -> int:
