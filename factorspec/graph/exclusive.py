@@ -15,6 +15,7 @@ Every step keeps the equivalence within Ai: nothing is approximated here. Pure d
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from factorspec.errors import SpecError
@@ -199,6 +200,43 @@ class Residuals:
 
 
 _MISSING = object()
+MAX_VALUE_DEPTH = 16  # schemas read against one concrete value, nested (past it: "not sure")
+
+
+def surely_rejects(ov: Overlaps, schema: Any, v: Any, depth: int = 0) -> bool:
+    """True only if `schema` rejects the concrete JSON value `v` (one conjunct that rejects it for
+    sure: a scalar keyword (disjoint.Overlaps._rejects), a missing required name, a property
+    whose schema rejects its value, a key that additionalProperties false (without
+    patternProperties) forbids or whose value additionalProperties rejects, a property count, an
+    anyOf/oneOf all of whose members reject it). Anything else: False (not sure)."""
+    if depth > MAX_VALUE_DEPTH:
+        return False
+    cs, _ = ov.conjuncts(schema)
+    for c in cs:
+        if c is False or ov._rejects(c, v):
+            return True
+        for k in ("anyOf", "oneOf"):
+            if isinstance(c.get(k), list) and c[k] and all(surely_rejects(ov, m, v, depth + 1) for m in c[k]):
+                return True
+        if not isinstance(v, dict) or ov._restrict_plain_type(c, v) is False:
+            continue
+        req = c.get("required")
+        if isinstance(req, list) and any(isinstance(n, str) and n not in v for n in req):
+            return True
+        for kw, hi in (("minProperties", False), ("maxProperties", True)):
+            n = c.get(kw)
+            if isinstance(n, int) and not isinstance(n, bool) and (len(v) > n if hi else len(v) < n):
+                return True
+        props = c.get("properties", {})
+        if not isinstance(props, dict):
+            continue
+        if any(k in props and surely_rejects(ov, props[k], x, depth + 1) for k, x in v.items()):
+            return True
+        if "patternProperties" not in c and "additionalProperties" in c:
+            ap = c["additionalProperties"]
+            if any(k not in props and (ap is False or surely_rejects(ov, ap, x, depth + 1)) for k, x in v.items()):
+                return True
+    return False
 
 
 def _fusable(r: Any) -> bool:
@@ -235,12 +273,18 @@ def _negated(r: Any, keys: set[str] | None = None) -> Any:
 
 
 def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str,
-                    layout_keys: list[set[str] | None] | None = None) -> list[Any]:
+                    layout_keys: list[set[str] | None] | None = None,
+                    values: list[list | None] | None = None,
+                    matches: Callable[[int, Any], bool] | None = None) -> list[Any]:
     """The terms "alternative i and no other" of a oneOf (each an allOf), the empty ones left out.
     `layout_keys[i]`: the keys alternative i's layout writes where that layout is a closed object
     (schema.py; an object without additionalProperties is closed, docs/spec.md), else None: the
     term is then exact on that layout's values (the oneOf as compiled from closed layouts), like
-    schema.SchemaCompiler._separate. Raises SpecError past MAX_EXCLUSIVE_ALTERNATIVES."""
+    schema.SchemaCompiler._separate. `values[i]`: where alternative i is only an enum/const, its
+    values; `matches(j, v)`: True only if alternative j (with `rest`) certainly accepts v. A value
+    some other alternative accepts is never "i and no other": it is left out of term i (decided
+    value by value), and a term left without values is empty. Raises SpecError past
+    MAX_EXCLUSIVE_ALTERNATIVES."""
     if len(alts) > MAX_EXCLUSIVE_ALTERNATIVES:
         raise SpecError(f"{ptr}/oneOf", f"a oneOf of {len(alts)} overlapping alternatives (at most "
                         f"{MAX_EXCLUSIVE_ALTERNATIVES} are made exclusive by negation)")
@@ -262,6 +306,20 @@ def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str,
             rs.append(r)
         if empty:
             continue
+        own = values[i] if values is not None else None
+        alone: list[Any] = []
+        if own is not None:
+            others = [j for j in range(len(alts)) if j != i]
+            kept = [v for v in own if matches is None or not any(matches(j, v) for j in others)]
+            # a value every other alternative rejects for sure is "i and no other" as it is
+            alone = [v for v in kept if all(surely_rejects(ov, given[j], v) for j in others)]
+            rest_values = [v for v in kept if not any(v is x for x in alone)]
+            if not rest_values:
+                if alone:
+                    terms.append({"enum": alone})
+                continue  # the others (if any) also match another alternative
+            if len(rest_values) < len(own):
+                a = {"enum": rest_values}
         # not r is implied by not r2 where r implies r2 (r2's residual given r is empty): left out
         keep = [r for x, r in enumerate(rs)
                 if not any(y != x and (res.residual(r, r2) is True and (res.residual(r2, r) is not True or y < x))
@@ -270,6 +328,8 @@ def exclusive_terms(ov: Overlaps, alts: list, rest: dict, ptr: str,
         if keys is not None and not all(_fusable(r) for r in keep):
             keys = None  # a `not` written whole may declare other keys: no reading by the layout
         nots = [n for n in (_negated(r, keys) for r in keep) if n is not True]
+        if alone:
+            terms.append({"enum": alone})
         if any(n is False for n in nots):
             continue
         terms.append({"allOf": [a] + nots} if nots else a)

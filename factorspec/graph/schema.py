@@ -723,8 +723,13 @@ class SchemaCompiler:
             same = dict if isinstance(base, Obj) else list if isinstance(base, Arr) else None
             relevant = [x for x in excluded_values(s["not"]) if (isinstance(x, same) if same is not None
                         else isinstance(x, (int, float)) and not isinstance(x, bool))]
+            if same is not None:  # a value the object/array layout never produces needs no exclusion
+                from factorspec.graph.layout_values import rejects  # it reads this module's nodes
+                relevant = [x for x in relevant if not rejects(base, x)]
             if not relevant and not (same is None and excludes_integers(s["not"])):
                 return base
+            if isinstance(base, Obj) and base.extra is None and base.keys is None:
+                return self._without_objects(s, base, relevant, ptr, depth)
         if isinstance(base, Scalar) and base.kind == "integer" and excludes_integers(s["not"]):
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer")
         if isinstance(base, Scalar) and base.kind == "number" and excludes_integers(s["not"]):
@@ -756,6 +761,28 @@ class SchemaCompiler:
             raise EmptySchema(f"{ptr}/not", "'not' excludes every integer, and the range holds only one")
         self._note(ptr, "not", "a number that is not an integer: written with a fraction part")
         return self._punctured(node, exclusion, ptr)
+
+    def _without_objects(self, s: dict, base: Obj, values: list[dict], ptr: str, depth: int) -> LayoutNode:
+        """A closed object layout minus finitely many object values it may produce: for each value
+        v, "differs from v" is one of: a key of v absent, a declared key outside v present, or a key
+        of v present with a value other than v's (a `not` over that value, compiled as its own
+        exclusion); their anyOf, in an allOf with the schema less its `not` (exact: a closed
+        object's keys are its declared fields, so these cover every way of not being v)."""
+        declared = {f.key: f for f in base.fields}
+        added: list[Any] = []
+        for v in values:
+            parts: list[Any] = []
+            for k, x in v.items():
+                if not declared[k].required:
+                    parts.append({"properties": {k: False}})
+                parts.append({"required": [k], "properties": {k: {"not": {"const": x}}}})
+            parts += [{"required": [k]} for k in declared if k not in v]
+            if not parts:
+                raise EmptySchema(f"{ptr}/not", "'not' excludes the only value of the object layout")
+            added.append(parts[0] if len(parts) == 1 else {"anyOf": parts})
+        self._note(ptr, "not", f"{len(values)} excluded object value(s) written as 'some property differs'")
+        rest = {k: x for k, x in s.items() if k != "not"}
+        return self.node({**rest, "allOf": list(rest.get("allOf", [])) + added}, ptr, depth + 1)
 
     def _punctured(self, base: Scalar, exclusion: Any, ptr: str) -> LayoutNode:
         """A large or unbounded integer/fixed-point range, or a free number, minus finitely many
@@ -851,6 +878,7 @@ class SchemaCompiler:
         nodes: list[LayoutNode] = []
         per_alt: list[tuple[LayoutNode, Any]] = []
         layout_keys: list[set[str] | None] = [None] * len(alts)  # closed object layouts' keys
+        layouts: list[LayoutNode | None] = [None] * len(alts)  # each alternative's, with the siblings
         empty: SpecError | None = None
         for i, a in enumerate(alts):
             aptr = f"{ptr}/{kw}/{i}"
@@ -866,6 +894,7 @@ class SchemaCompiler:
                                           f"{kw})") from None
                 raise
             per_alt.append((n, a))
+            layouts[i] = n
             if isinstance(n, Obj) and n.extra is None:
                 layout_keys[i] = {f.key for f in n.fields}
         if not per_alt:
@@ -873,7 +902,7 @@ class SchemaCompiler:
             raise EmptySchema(f"{ptr}/{kw}", f"no alternative of {kw} admits a value (the last: {last})")
         if overlap is not None:
             try:  # exact: "this alternative and no other", by negation
-                return self._exclusive(s, alts, ptr, depth, overlap, layout_keys)
+                return self._exclusive(s, alts, ptr, depth, overlap, layout_keys, layouts)
             except EmptySchema:
                 raise
             except SpecError as e:
@@ -912,22 +941,32 @@ class SchemaCompiler:
         return self.node({**s, "type": keep[0] if len(keep) == 1 else keep}, ptr, depth + 1)
 
     def _exclusive(self, s: dict, alts: list, ptr: str, depth: int, overlap: SpecError,
-                   layout_keys: list[set[str] | None]) -> LayoutNode:
+                   layout_keys: list[set[str] | None], layouts: list[LayoutNode | None]) -> LayoutNode:
         """oneOf with overlapping alternatives, exactly: anyOf over "alternative i and no other"
         (each other alternative reduced to what can tell it from i, then negated: exclusive.py,
-        negation.py), whose alternatives are disjoint by construction. Where a negation cannot be
-        compiled, `overlap` stands, with the reason."""
+        negation.py), whose alternatives are disjoint by construction. An enum/const alternative
+        loses, value by value, the values another alternative's layout (with the siblings)
+        certainly produces (layout_values.admits: layouts are sound, so that alternative accepts
+        them). Where a negation cannot be compiled, `overlap` stands, with the reason."""
+        from factorspec.graph.layout_values import admits  # it reads this module's nodes
+
         rest = {k: v for k, v in s.items() if k != "oneOf"}
         self._note(f"{ptr}/oneOf", "oneOf", "alternatives may overlap: compiled as 'exactly one' by negation")
+
+        def matches(j: int, v: Any) -> bool:
+            n = layouts[j]
+            return n is not None and admits(n, v)
+
         try:
             given = {k: v for k, v in rest.items() if k in VALIDATION_KEYWORDS}
-            only = exclusive_terms(self._overlaps(), alts, given, ptr, layout_keys)
+            values = [self._values_of(a) for a in alts]
+            only = exclusive_terms(self._overlaps(), alts, given, ptr, layout_keys, values, matches)
             if not only and any(k is not None for k in layout_keys):
                 # read by their closed layouts, every alternative's values also match another
                 # (open) one; read as written (no layout keys: each term sound on every value,
                 # test_exclusive.py), a value may still match exactly one: the narrowing must
                 # not turn a schema with values into an empty one
-                only = exclusive_terms(self._overlaps(), alts, given, ptr, None)
+                only = exclusive_terms(self._overlaps(), alts, given, ptr, None, values, matches)
             if not only:
                 raise EmptySchema(f"{ptr}/oneOf", "every value of each alternative also matches another one")
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)
@@ -937,6 +976,26 @@ class SchemaCompiler:
         except SpecError as e:
             raise SpecError(overlap.pointer, f"{overlap.message} (exactly-one by negation failed at "
                             f"{e.pointer or '/'}: {e.message})") from None
+
+    def _values_of(self, a: Any) -> list | None:
+        """The values of an alternative that is only an enum or a const (through `$ref`s), else None."""
+        seen = 0
+        def keywords(x: dict) -> set[str]:
+            return {k for k in x if k in VALIDATION_KEYWORDS and not _is_noop(k, x[k])}
+
+        while isinstance(a, dict) and "$ref" in a and not (keywords(a) - {"$ref"}) and seen < 16:
+            try:
+                a = self._resolve(a["$ref"], "")[0]
+            except SpecError:
+                return None
+            seen += 1
+        if not isinstance(a, dict) or not (keys := keywords(a)) or not keys <= {"enum", "const"}:
+            return None
+        if keys == {"const"}:
+            return [a["const"]]
+        if keys == {"enum"} and isinstance(a["enum"], list):
+            return list(a["enum"])
+        return None
 
     def _required_of(self, a: Any) -> list[str]:
         """The `required` names of an alternative (through `$ref`s), or [] if it has none."""
