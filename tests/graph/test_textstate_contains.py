@@ -25,21 +25,20 @@ _STR1 = {"type": "string", "maxLength": 1}
 
 # (schema, byte alphabet beside the separators, length bound of the exhaustive search, item atoms)
 CASES: list[tuple[dict, bytes, int, list[Any]]] = [
-    ({"type": "array", "items": _ABC, "contains": {"const": "b"}}, b'[]"abc', 17, ["a", "b", "c"]),
+    ({"type": "array", "items": _ABC, "contains": {"const": "b"}}, b'[]"abc', 13, ["a", "b", "c"]),
     ({"type": "array", "items": _ABC, "contains": {"enum": ["b", "c"]}, "minContains": 2, "maxContains": 2,
-      "maxItems": 3}, b'[]"abc', 22, ["a", "b", "c"]),
-    ({"type": "array", "contains": {"type": "string"}}, b'[]"a0tn', 14, ["a", "", 0, None, True, [], ["a"]]),
+      "maxItems": 3}, b'[]"abc', 16, ["a", "b", "c"]),
     ({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 3}, "contains": {"minimum": 2},
-      "minContains": 0, "maxContains": 1}, b"[]0123", 12, [0, 1, 2, 3]),
-    ({"type": "array", "items": _STR1, "contains": {"pattern": "^a$"}, "minItems": 2}, b'[]"ab', 17,
+      "minContains": 0, "maxContains": 1}, b"[]0123", 10, [0, 1, 2, 3]),
+    ({"type": "array", "items": _STR1, "contains": {"pattern": "^a$"}, "minItems": 2}, b'[]"ab', 13,
      ["", "a", "b"]),
-    ({"type": "array", "items": {"type": "array", "items": _ABC, "contains": {"const": "a"}, "maxItems": 2},
-      "contains": {"contains": {"const": "b"}}, "maxItems": 2}, b'[]"ab', 24,
-     [["a"], ["a", "b"], ["b", "a"], ["a", "a"]]),
     ({"type": "array", "items": {"const": "a"}, "contains": {"const": "a"}, "maxContains": 2}, b'[]"a', 14, ["a"]),
     ({"type": "array", "items": {"enum": [1, 2]}, "contains": {"const": 2}, "minContains": 0, "maxContains": 0},
      b"[]12", 10, [1, 2]),
 ]
+
+# byte walks only: with any item allowed, nested arrays make the exhaustive search too slow for CI
+WALK_ONLY: list[dict] = [{"type": "array", "contains": {"type": "string"}}]
 
 
 def _alphabet(tm: TextMachine, extra: bytes) -> list[int]:
@@ -95,9 +94,9 @@ def test_accepted_texts_are_the_canonical_valid_values(k: int) -> None:
     assert finals and valid and invalid
 
 
-@pytest.mark.parametrize("k", range(len(CASES)))
+@pytest.mark.parametrize("k", range(len(CASES) + len(WALK_ONLY)))
 def test_byte_walks_never_dead_end(k: int) -> None:
-    schema = CASES[k][0]
+    schema = CASES[k][0] if k < len(CASES) else WALK_ONLY[k - len(CASES)]
     validator = jsonschema.Draft202012Validator(schema)
     assert byte_walks(TextMachine(compile_spec(schema)), validator.is_valid, random.Random(k), walks=25) > 0
 
@@ -146,3 +145,12 @@ def test_relations_naming_a_contains_array_are_refused() -> None:
     with pytest.raises(SpecError) as e:
         compile_spec(schema)
     assert "contains" in str(e.value), e.value
+
+
+def test_contains_of_contains_over_items_with_contains_is_refused() -> None:
+    """Items that have a `contains` of their own, under an outer `contains` that is one too: the
+    matching items' allOf holds two different `contains` (not merged yet): a clear error."""
+    schema = {"type": "array", "items": {"type": "array", "items": _ABC, "contains": {"const": "a"}, "maxItems": 2},
+              "contains": {"contains": {"const": "b"}}, "maxItems": 2}
+    with pytest.raises(SpecError, match="contains"):
+        compile_spec(schema)
