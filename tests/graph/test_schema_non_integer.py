@@ -61,7 +61,7 @@ def _texts(n: int) -> list[str]:
 
 
 SHORT = _texts(4)
-EXTENSIONS = [""] + _texts(3)
+EXTENSIONS = [""] + _texts(2)
 
 
 def _states(tm: TextMachine, n: int) -> dict[str, frozenset]:
@@ -102,7 +102,8 @@ def test_accepted_number_texts_are_the_valid_canonical_decimals(k: int) -> None:
 @pytest.mark.parametrize("k", range(len(SCHEMAS)))
 def test_a_number_prefix_stays_open_iff_some_extension_is_valid(k: int) -> None:
     """No dead end: every prefix the machine keeps has an accepted extension (of at most three
-    more characters, enough for these bounds), and every short prefix it refuses has no valid one."""
+    more characters, enough for these bounds), and every prefix of at most two characters it refuses
+    has no valid extension of at most two more."""
     schema = SCHEMAS[k]
     tm = TextMachine(compile_spec(schema))
     validator = jsonschema.Draft202012Validator(schema)
