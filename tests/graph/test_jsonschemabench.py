@@ -156,7 +156,9 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
     invalid), a `number` with a bound (xgrammar's range grammar allows at most 6 fraction digits and
     no exponent, FactorSpec any decimal within the bound), a `pattern` or patternProperties key
     not anchored at both ends (xgrammar matches the whole string; JSON Schema searches, so
-    `[a-z]+` admits "1a/"). On those schemas the walk is checked by the jsonschema validator alone."""
+    `[a-z]+` admits "1a/"), `properties`/`required`/`items` beside `anyOf`/`oneOf` (xgrammar
+    compiles the branches alone and drops the siblings, so its records can miss a required name:
+    Github_medium/o65914). On those schemas the walk is checked by the jsonschema validator alone."""
     out: set[str] = set()
 
     def visit(x: Any) -> None:
@@ -182,10 +184,16 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
             (list(x["patternProperties"]) if isinstance(x.get("patternProperties"), dict) else [])
         if any(not (p.startswith("^") and p.endswith("$")) for p in pats):
             out.add("unanchored pattern")
+        if ("anyOf" in x or "oneOf" in x) and any(k in x for k in _BESIDE_BRANCHES):
+            out.add("keywords beside anyOf/oneOf")
         for y in x.values():
             visit(y)
     visit(schema)
     return sorted(out)
+
+
+_BESIDE_BRANCHES = ("properties", "required", "patternProperties", "additionalProperties", "items",
+                    "prefixItems", "minItems", "maxItems", "minProperties", "maxProperties")
 
 
 class _Timeout(Exception):
@@ -359,6 +367,24 @@ def test_validator_oracle_rejects_bad_instances() -> None:
     d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "maximum": 3,
           "exclusiveMaximum": True}
     assert validator_errors(d4, 2) == [] and validator_errors(d4, 3)
+
+
+def test_xgrammar_drops_keywords_beside_one_of() -> None:
+    """The evidence for the 'keywords beside anyOf/oneOf' exception (Github_medium/o65914): xgrammar
+    rejects a valid record and accepts one that misses a required name. When xgrammar changes,
+    this fails and the exception goes."""
+    import json
+
+    import xgrammar as xgr
+    s = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}},
+         "oneOf": [{"required": ["a"], "properties": {"a": {"type": "integer"}}},
+                   {"required": ["b"], "properties": {"b": {"type": "boolean"}}}]}
+    assert xgrammar_exceptions(s) == ["keywords beside anyOf/oneOf"]
+    good, bad = {"name": "x", "a": 1}, {"a": 1}
+    assert validator_errors(s, good) == [] and validator_errors(s, bad)
+    g = xgr.Grammar.from_json_schema(json.dumps(s), any_whitespace=False)
+    accepts = xgr.testing._is_grammar_accept_string
+    assert not accepts(g, json.dumps(good)) and accepts(g, json.dumps(bad))
 
 
 def test_jsonschemabench_sample() -> None:
