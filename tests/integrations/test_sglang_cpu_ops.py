@@ -423,3 +423,19 @@ def test_verify_attention_matches_per_node_reference_and_sglang_extend(bs, n):
                           encoder_lens=None)
     o_ext = be.forward_extend(q, k, v, layer, ext)
     assert torch.allclose(o_chain, o_ext, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("preferred", ["bfloat16", "float32"])
+def test_cpu_engine_runs_in_the_dtype_models_load_in(monkeypatch, preferred):
+    """The CPU engine's dtype is factorspec.models' choice for this CPU (bf16 matmuls run 19x
+    slower than fp32 on the CI host), and an explicit dtype wins."""
+    from factorspec.integrations.sglang.cpu import cpu_engine_kwargs
+    from factorspec.models import dtype as fdtype
+
+    monkeypatch.setenv("FACTORSPEC_DTYPE", preferred)
+    fdtype.cpu_dtype_name.cache_clear()  # the choice is made once per process
+    try:
+        assert cpu_engine_kwargs(model_path="m")["dtype"] == preferred
+        assert cpu_engine_kwargs(model_path="m", dtype="float16")["dtype"] == "float16"
+    finally:
+        fdtype.cpu_dtype_name.cache_clear()

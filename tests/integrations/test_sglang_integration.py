@@ -347,6 +347,18 @@ def test_launcher_arguments_and_plugin_entry_point(sglang_env, tmp_path, monkeyp
                                         "--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "24"]
     ns, rest = ls.split_args(["--model-path", "m", "--no-factorspec-drafter", "--grammar-backend=xgrammar"])
     assert ls.sglang_argv(ns, rest) == ["--model-path", "m", "--grammar-backend=xgrammar"]
+    ns, rest = ls.split_args(["--model-path", "m", "--device", "cpu", "--no-factorspec-drafter"])
+    monkeypatch.setenv("FACTORSPEC_DTYPE", "float32")
+    from factorspec.models import dtype as fdtype
+    fdtype.cpu_dtype_name.cache_clear()
+    try:
+        assert ls.sglang_argv(ns, rest) == ["--model-path", "m", "--device", "cpu", "--attention-backend",
+                                            "torch_native", "--disable-overlap-schedule", "--disable-cuda-graph",
+                                            "--max-total-tokens", "8192", "--dtype", "float32",
+                                            "--grammar-backend", "factorspec"]
+        assert "bfloat16" in ls.sglang_argv(*ls.split_args(["--device=cpu", "--dtype", "bfloat16"]))
+    finally:
+        fdtype.cpu_dtype_name.cache_clear()
     root = ls.write_plugin_dist(str(tmp_path))
     monkeypatch.syspath_prepend(root)
     eps = [ep for ep in md.entry_points(group="sglang.srt.plugins") if ep.name == "factorspec"]

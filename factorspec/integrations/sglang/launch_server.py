@@ -21,7 +21,8 @@ factorspec.integrations.sglang:plugin``) is put on ``PYTHONPATH`` through a gene
 
 ``--device cpu`` (a CPU-only machine): sets ``SGLANG_USE_CPU_ENGINE=1`` and ``SGLANG_CACHE_DIR``
 (when unset) before SGLang is imported, and adds, unless given, ``--attention-backend
-torch_native --disable-overlap-schedule --disable-cuda-graph --max-total-tokens 8192``. The
+torch_native --disable-overlap-schedule --disable-cuda-graph --max-total-tokens 8192`` and
+``--dtype`` as ``factorspec.models`` loads on this CPU (float32 where bf16 matmuls are slow). The
 ``sgl_kernel`` CPU ops and torch_native's verify mode come from
 :mod:`factorspec.integrations.sglang.cpu`, installed by the package import below (also in the
 scheduler process, which re-imports this module).
@@ -82,6 +83,10 @@ def sglang_argv(ns: argparse.Namespace, rest: Sequence[str]) -> list[str]:
         for flag, value in CPU_DEFAULTS:
             if not _has_flag(out, flag):
                 out += [flag] if value is None else [flag, value]
+        if not _has_flag(out, "--dtype"):
+            from factorspec.models.dtype import cpu_dtype_name
+
+            out += ["--dtype", cpu_dtype_name()]
     if not _has_flag(out, "--grammar-backend"):
         out += ["--grammar-backend", "factorspec"]
     if ns.drafter:
