@@ -67,7 +67,8 @@ def merge_all_of(s: dict, ptr: str, resolve: Resolve, normalise: Callable[[dict]
     the set of validation keywords (anything else is an annotation and is kept from `s` only).
     Raises SpecError naming a pointer when the members cannot be merged exactly or admit nothing."""
     own = {k: v for k, v in s.items() if k != "allOf"}
-    members = [(normalise({k: v for k, v in own.items() if k in validation}), ptr)]
+    # its own keywords are one more member: a `not`/`if` among them is rewritten like a member's
+    members = _member({k: v for k, v in own.items() if k in validation}, ptr, resolve, normalise, set(), validation)
     members += _flatten(s["allOf"], f"{ptr}/allOf", resolve, normalise, set(), validation)
     try:
         merged = _merge_members(members, ptr, _Ctx(validation, lambda m, mp: _member(m, mp, resolve, normalise, set(),

@@ -32,7 +32,8 @@ MAX_ONE_OF_NEGATED = 8  # not(oneOf) lists every pair of alternatives not proven
 # disjointness proofs of the document being compiled (disjoint.Overlaps.disjoint_any), set by the
 # schema compiler: not(oneOf) needs no "some two match" part for pairs proven disjoint
 DISJOINT: ContextVar[Callable[[Any, Any], bool] | None] = ContextVar("factorspec_disjoint", default=None)
-MAX_NEGATION_DEPTH = 32  # negations nest through $ref chains; a cycle must end in an error
+MAX_NEGATION_DEPTH = 32  # negations nest this deep outside $ref targets (those are NegationTable's)
+NEGATED = "$fsNegated"  # internal: '#/$fsNegated/<n>' names the complement of a $ref target (NegationTable)
 
 _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
 _CONDITIONAL = ("not", "if", "then", "else")
@@ -95,6 +96,52 @@ def make_exclusion(values: list[Any], integers: bool) -> dict:
     """The `not` argument that excludes `values` (and every integer, if `integers`)."""
     parts = ([{"enum": values}] if values else []) + ([{"type": "integer"}] if integers else [])
     return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+
+class NegationTable:
+    """The complements of `$ref` targets made in one compile, each once, under a pointer of its own
+    ('#/$fsNegated/<n>', which the compiler's resolver answers from here): a complement met again
+    while it is being made is that pointer, so the complement of a recursive schema is a recursive
+    schema (compiled, depth-bounded, like any other: recursion.py) instead of an endless rewrite."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}  # target pointer -> n
+        self.defs: list[Any] = []  # n -> the complement (_PENDING while it is being made)
+        self.notes: list[list[tuple[str, str]]] = []  # n -> its narrowings, repeated on every reuse
+
+    def resolve(self, frag: str) -> Any | None:
+        """The complement a fragment '/$fsNegated/<n>' names, or None for any other fragment."""
+        head, _, n = frag.lstrip("/").partition("/")
+        if head != NEGATED or not n.isdigit() or int(n) >= len(self.defs) or self.defs[int(n)] is _PENDING:
+            return None
+        return self.defs[int(n)]
+
+    def complement(self, tptr: str, make: Callable[[], Any], narrowed: list[tuple[str, str]]) -> Any:
+        n = self.index.get(tptr)
+        if n is not None:
+            if self.defs[n] is _PENDING:
+                return {"$ref": f"#/{NEGATED}/{n}"}
+            narrowed += self.notes[n]
+            return self.defs[n]
+        start, mark = len(self.defs), len(narrowed)
+        self.index[tptr] = start
+        self.defs.append(_PENDING)
+        self.notes.append([])
+        try:
+            neg = make()
+        except SpecError:
+            # what was made meanwhile may name this complement, which now has none: all of it goes
+            for k in [k for k, v in self.index.items() if v >= start]:
+                del self.index[k]
+            del self.defs[start:], self.notes[start:]
+            raise
+        self.defs[start], self.notes[start] = neg, narrowed[mark:]
+        return neg
+
+
+_PENDING = object()
+# the compile's NegationTable (set by the schema compiler; without one, $ref targets are inlined)
+NEGATIONS: ContextVar[NegationTable | None] = ContextVar("factorspec_negations", default=None)
 
 
 def has_conditionals(s: dict) -> bool:
@@ -200,9 +247,14 @@ def _negate(x: Any, ptr: str, ctx: _Ctx, depth: int) -> Any:
     if "$ref" in keys:
         target, tptr = ctx.resolve(x["$ref"], ptr)
         rest = {k: v for k, v in x.items() if k != "$ref"}
+        table = NEGATIONS.get()
+        if table is None:
+            neg = _negate(target, tptr, ctx, depth + 1)
+        else:  # a target's complement starts a fresh nesting count: its cycles end in the table
+            neg = table.complement(tptr, lambda: _negate(target, tptr, ctx, 0), ctx.narrowed)
         if any(k in ctx.validation for k in rest):
-            return _any([_negate(target, tptr, ctx, depth + 1), _negate(rest, ptr, ctx, depth + 1)])
-        return _negate(target, tptr, ctx, depth + 1)
+            return _any([neg, _negate(rest, ptr, ctx, depth + 1)])
+        return neg
     # x is the conjunction of its independent keyword groups: not x = any group fails
     conjuncts: list[dict] = []
     seen: set[str] = set()
@@ -300,10 +352,35 @@ def _negate_one(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:
         ncond = _negate(cond, f"{ptr}/if", ctx, depth + 1)
         return _any([_all([cond, _negate(then, f"{ptr}/then", ctx, depth + 1)]),
                      _all([ncond, _negate(other, f"{ptr}/else", ctx, depth + 1)])])
+    if len(c) == 1 and k in ("dependencies", "dependentRequired", "dependentSchemas"):
+        return _negate_dependencies(k, v, kptr, ctx, depth)
     if set(c) & {"uniqueItems"} and c.get("uniqueItems") is False:
         return False
     raise SpecError(kptr, f"'not' over {k!r} cannot be compiled exactly (its complement is not a schema "
                     "FactorSpec compiles)")
+
+
+def _negate_dependencies(k: str, v: Any, kptr: str, ctx: _Ctx, depth: int) -> Any:
+    """The complement of dependencies/dependentRequired/dependentSchemas: an object where some
+    entry's property is present and one of the names it needs is absent (a list) or its schema
+    fails (a schema)."""
+    if not isinstance(v, dict):
+        raise SpecError(kptr, f"{k} must be an object")
+    alts: list[Any] = []
+    for name, dep in v.items():
+        if isinstance(dep, list) and k != "dependentSchemas":
+            if not all(isinstance(n, str) for n in dep):
+                raise SpecError(f"{kptr}/{name}", f"{k} lists must hold property names")
+            missing = [n for n in dict.fromkeys(dep) if n != name]
+            if missing:
+                alts.append(_all([{"required": [name]}, _any([{"properties": {n: False}} for n in missing])]))
+        elif k != "dependentRequired":
+            neg = _negate(dep, f"{kptr}/{name}", ctx, depth + 1)
+            if neg is not False:
+                alts.append(_all([{"required": [name]}, neg]))
+        else:
+            raise SpecError(f"{kptr}/{name}", "dependentRequired values must be lists of property names")
+    return _all([{"type": "object"}, _any(alts)])
 
 
 def _negate_members(c: dict, ptr: str, ctx: _Ctx, depth: int) -> Any:

@@ -34,9 +34,11 @@ from factorspec.graph.exclusive import exclusive_terms
 from factorspec.graph.limits import MAX_VIOLATIONS
 from factorspec.graph.negation import (
     DISJOINT,
+    NEGATIONS,
     OBJECT_LAYERS,
     REGULAR,
     SOME_MEMBER,
+    NegationTable,
     eliminate,
     excluded_values,
     excludes_integers,
@@ -405,6 +407,7 @@ class SchemaCompiler:
         self.open_objects = open_objects
         self._ref_stack: list[str] = []
         self._refs = _ref_table()
+        self._negations = NegationTable()  # complements of $ref targets (negation.py)
         self._shared: dict[str, LayoutNode] = {}  # reference key -> its compiled recursive target
         self._plans: dict[str, Plan] = {}  # oneOf text -> its disjointness plan (`_plan`)
         self._report: dict[tuple[str, str], str] = {}
@@ -424,9 +427,11 @@ class SchemaCompiler:
         from factorspec.graph import recursion  # recursive $ref (recursion.py imports this module)
 
         token = DISJOINT.set(self._overlaps().disjoint_any)
+        negations = NEGATIONS.set(self._negations)
         try:
             root = self.node(self.doc, "", 0)
         finally:
+            NEGATIONS.reset(negations)
             DISJOINT.reset(token)
         recursion.check(root, self._refs)
         return root
@@ -448,6 +453,9 @@ class SchemaCompiler:
             raise SpecError(f"{ptr}/$ref", f"only local references ('#/...', '#anchor' or the document's own "
                             f"id, or a draft-04/06/07 meta-schema URI) are supported, got {ref!r}")
         frag = urllib.parse.unquote(ref[1:])
+        negated = self._negations.resolve(frag)
+        if negated is not None:
+            return negated, frag
         if frag and not frag.startswith("/"):
             anchors = self._anchors()
             if frag not in anchors:
