@@ -35,7 +35,7 @@ from factorspec.errors import SpecError
 
 MAX_REPEAT = 1000  # the largest count of a {n,m} quantifier
 MAX_NFA_STATES = 50_000
-MAX_DFA_STATES = 4_000  # per pattern, and per product of key patterns
+MAX_DFA_STATES = 12_000  # per pattern (before minimizing), and per product of key patterns
 MAX_LAYERS = 50_000  # length layers of the length analysis
 TOP = 0x110000
 SURR = (0xD800, 0xDFFF)
@@ -516,15 +516,40 @@ def _leading_lookaheads(src: str, ptr: str) -> tuple[list[tuple[str, bool]], str
     return looks, rest
 
 
+# (src, wide) -> its DFA, or the refusal (error class, message) made at the pattern's own pointer
+_PATTERN_CACHE: dict[tuple[str, bool], Dfa | tuple[type[SpecError], str]] = {}
+PATTERN_CACHE_SIZE = 512  # patterns kept across compiles (a schema repeats its $ref'd patterns)
+
+
 def compile_pattern(src: str, ptr: str, wide: bool = False) -> Dfa:
     """The DFA of the strings in which `src` (ECMA-262 subset) finds a match; labels: bool.
     `wide`: the union of the ECMA-262 and Python readings (for the inside of a negative lookahead),
-    else their intersection."""
+    else their intersection. Kept in a bounded cache (the DFA is never changed once made; its
+    lazy tables only fill), refusals too: a pattern is determinized once, wherever it is used."""
     if not isinstance(src, str):
         raise SpecError(ptr, f"pattern must be a string, got {type(src).__name__}")
+    key = (src, wide)
+    hit = _PATTERN_CACHE.get(key)
+    if hit is None:
+        try:
+            hit = _compile_pattern(src, ptr, wide)
+        except SpecError as e:
+            if e.pointer != (ptr or "/"):
+                raise
+            hit = (type(e), e.message)
+        if len(_PATTERN_CACHE) >= PATTERN_CACHE_SIZE:
+            _PATTERN_CACHE.pop(next(iter(_PATTERN_CACHE)))
+        _PATTERN_CACHE[key] = hit
+    if isinstance(hit, tuple):
+        raise hit[0](ptr, hit[1])
+    return hit
+
+
+def _compile_pattern(src: str, ptr: str, wide: bool) -> Dfa:
     looks, rest = _leading_lookaheads(src, ptr)
     if looks:  # R intersected with (the complement of) "a prefix matches X", per lookahead
-        parts = [compile_pattern(rest, ptr)] + [compile_pattern(f"^(?:{x})", ptr, wide=not pos) for x, pos in looks]
+        parts = [_compile_pattern(rest, ptr, False)] + [_compile_pattern(f"^(?:{x})", ptr, not pos)
+                                                         for x, pos in looks]
         d = product(parts, ptr)
         labels: list[Hashable] = []
         for lab in d.labels:
@@ -865,29 +890,46 @@ def _merge_classes(d: Dfa) -> Dfa:
 
 def _minimize(d: Dfa, merge: bool = True) -> Dfa:
     """Moore's partition refinement: equivalent states (same label, same class moves) merged
-    (then adjacent equal classes, unless `merge` is False: the classes stay as they are)."""
+    (then adjacent equal classes, unless `merge` is False: the classes stay as they are). Each
+    round is one numpy row-unique over (block, blocks of the moves): a bounded repeat such as
+    {1,256} takes hundreds of rounds over thousands of states."""
+    import numpy as np
+
     n = len(d.trans)
+    if n == 0:
+        return d
     ids: dict[Hashable, int] = {}
-    part = [ids.setdefault(lab, len(ids)) for lab in d.labels]
+    part = np.array([ids.setdefault(lab, len(ids)) for lab in d.labels], dtype=np.int64)
+    blocks = len(ids)
+    trans = np.array(d.trans, dtype=np.int64).reshape(n, len(d.starts))
+    dead = trans < 0
+    safe = np.where(dead, 0, trans)
     while True:
-        sig: dict[tuple, int] = {}
-        new = [sig.setdefault((part[q], tuple(part[t] if t >= 0 else -1 for t in d.trans[q])), len(sig))
-               for q in range(n)]
-        if len(sig) == len(set(part)):
+        # the signature (block, block of each move) numbered column by column: exact, each key
+        # below n * (n + 1)
+        moves = np.where(dead, -1, part[safe])
+        key = part
+        for c in range(moves.shape[1]):
+            _, key = np.unique(key * (n + 1) + moves[:, c] + 1, return_inverse=True)
+        count = int(key.max()) + 1
+        if count == blocks:
             break
-        part = new
+        part, blocks = key.reshape(-1), count
+    if blocks == n:
+        return d
     # renumber so the start state is 0
     remap: dict[int, int] = {}
     for q in [0] + list(range(n)):
-        remap.setdefault(part[q], len(remap))
-    m = len(remap)
-    trans = [[0] * len(d.starts) for _ in range(m)]
-    labels: list[Hashable] = [None] * m
+        remap.setdefault(int(part[q]), len(remap))
+    order = np.array([remap[int(b)] for b in part], dtype=np.int64)
+    out = [[0] * len(d.starts) for _ in range(blocks)]
+    labels: list[Hashable] = [None] * blocks
+    moved = np.where(dead, -1, order[safe]).tolist()
     for q in range(n):
-        r = remap[part[q]]
-        trans[r] = [remap[part[t]] if t >= 0 else -1 for t in d.trans[q]]
+        r = int(order[q])
+        out[r] = moved[q]
         labels[r] = d.labels[q]
-    return (_merge_classes(Dfa(d.starts, trans, labels)) if merge else Dfa(d.starts, trans, labels)) if m < n else d
+    return _merge_classes(Dfa(d.starts, out, labels)) if merge else Dfa(d.starts, out, labels)
 
 
 def product(dfas: Sequence[Dfa], ptr: str) -> Dfa:
