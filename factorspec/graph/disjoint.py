@@ -184,6 +184,8 @@ class Overlaps:
                 rs = [self.restrict(m, t, depth + 1) for m in v]
                 if all(r is False for r in rs):
                     return False
+                if k == "oneOf" and rs.count(True) >= 2:
+                    return False  # every value of type t matches two alternatives: none matches one
                 full = any(r is True for r in rs) if k == "anyOf" else \
                     rs.count(True) == 1 and rs.count(False) == len(rs) - 1
                 if not full:

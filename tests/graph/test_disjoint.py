@@ -33,6 +33,8 @@ POOL: list[Any] = [
     {"oneOf": [{"type": "null"}, {"type": "boolean"}]}, {"type": "array", "items": {"type": "string"}, "minItems": 1},
     {"type": "array", "items": {"type": "integer"}}, {"maxItems": 0}, {"minProperties": 2}, {"maxProperties": 1},
     {"if": {"type": "string"}, "then": {"maxLength": 1}},
+    # untyped alternatives that both admit every non-object: the oneOf admits only objects
+    {"oneOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"k": {"const": "a"}}}]},
 ]
 UNIVERSE: list[Any] = [None, True, False, 0, 1, 2, -1, 0.5, 1.5, "", "a", "b", "ab", "ba", "abc", [], [0], ["a"],
                        [0, "a"], ["a", "b"], {}, {"a": 0}, {"a": "x"}, {"b": 1}, {"a": 0, "b": 1}, {"k": "a"},

@@ -101,3 +101,29 @@ def test_overlapping_alternatives_are_exact_by_negation() -> None:
         for b in [None, 0, 1, 2]:
             v = {"a": a} if b is None else {"a": a, "b": b}
             assert (cs.check(v) == []) == validator.is_valid(v), v
+
+
+def test_a_type_two_alternatives_admit_whole_is_outside_the_one_of() -> None:
+    """Github_ultra/o65417's shape: an untyped oneOf admits no null or string (both alternatives
+    admit every one, so none matches exactly once), which makes the outer oneOf's alternatives
+    disjoint by type: compiled, equal to the validator, walked without a dead end."""
+    inner = {"oneOf": [{"properties": {"t": {"const": "x"}, "n": {"type": "integer", "minimum": 0, "maximum": 1}},
+                        "additionalProperties": False},
+                       {"properties": {"t": {"const": "y"}}, "additionalProperties": False}]}
+    schema = {"$defs": {"inner": inner}, "oneOf": [{"type": ["string", "null"], "maxLength": 2},
+                                                   {"$ref": "#/$defs/inner"}]}
+    from factorspec.graph.disjoint import Overlaps
+    from factorspec.graph.schema import _VOCABULARY, SchemaCompiler
+
+    ov = Overlaps(_VOCABULARY, SchemaCompiler(schema)._resolve, False)
+    assert [ov.restrict(inner, t) for t in ("null", "string", "object")] == [False, False, None]
+    cs = compile_spec(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    values: list[Any] = [None, "", "ab", "abc", 0, 1.5, True, [], [1]]
+    for n in range(4):
+        for ks in itertools.combinations(["t", "n", "z"], n):
+            for vs in itertools.product(["x", "y", 0], repeat=n):
+                values.append(dict(zip(ks, vs)))
+    for v in values:
+        assert (cs.check(v) == []) == validator.is_valid(v), (v, cs.check(v))
+    assert byte_walks(TextMachine(cs), validator.is_valid, random.Random(3), prefer='{}",: 01xytnz') > 0
