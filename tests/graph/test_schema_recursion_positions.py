@@ -27,8 +27,8 @@ from factorspec.graph import compile_spec
 from factorspec.graph.limits import MAX_DEPTH, depth_of
 from factorspec.graph.schema import _entails
 from factorspec.graph.textstate import TextMachine
-from tests.graph.test_schema_recursion import _prefixes, _text, _universe
-from tests.graph.walks import accepts_text, byte_walks
+from tests.graph.test_schema_recursion import _text, byte_walks_at_max_depth, prefixes_and_valid_texts
+from tests.graph.walks import accepts_text
 
 # siblings entailed by the target: the alternative is the plain reference
 ENTAILED = {"type": "object", "additionalProperties": False,
@@ -88,12 +88,8 @@ _KEYS = ["a", "v", "not", "items", "b", "x", "y", "k", "type", "id", "related"]
 @pytest.mark.parametrize("k", range(len(CASES)))
 def test_prefixes_are_exactly_those_of_valid_values(k: int) -> None:
     schema, limit, atoms, keys, n = CASES[k]
-    tm = TextMachine(compile_spec(schema), max_depth=limit)
+    seen, finals, valid, want = prefixes_and_valid_texts(schema, limit, atoms, keys, n)
     validator = jsonschema.Draft202012Validator(schema)
-    valid = {_text(v).encode() for v in _universe(atoms, keys, limit, n + 14)
-             if depth_of(v) <= limit and validator.is_valid(v)}
-    seen, finals = _prefixes(tm, n)
-    want = {t[:i] for t in valid for i in range(min(len(t), n) + 1)}
     # a pattern key may also be spelled with escapes ("\u0061" for "a"): the universe has the plain
     # spelling only, so escaped texts are compared by their decoded value
     plain = {t for t in seen if b"\\" not in t}
@@ -155,13 +151,7 @@ def _small_values(rng: random.Random, n: int) -> list[Any]:
 
 @pytest.mark.parametrize("k", range(len(HYPO)))
 def test_byte_walks_at_max_depth(k: int) -> None:
-    schema = HYPO[k]
-    tm = TextMachine(compile_spec(schema))
-    assert tm.max_depth == MAX_DEPTH
-    validator = jsonschema.Draft202012Validator(schema)
-    done = byte_walks(tm, lambda v: validator.is_valid(v) and depth_of(v) <= MAX_DEPTH, random.Random(k),
-                      walks=20, steps=400, stop=0.2)
-    assert done >= 8
+    assert byte_walks_at_max_depth(HYPO[k], k) >= 8
 
 
 def test_narrowed_alternative_is_compiled_under_its_own_key() -> None:
