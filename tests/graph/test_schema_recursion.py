@@ -105,28 +105,39 @@ def _prefixes(tm: TextMachine, max_len: int) -> tuple[set[bytes], set[bytes]]:
     return seen, finals
 
 
-@pytest.mark.parametrize("k", range(len(CASES)))
-def test_prefixes_are_exactly_those_of_valid_values(k: int) -> None:
-    schema, limit, atoms, keys, n = CASES[k]
+def prefixes_and_valid_texts(schema: dict, limit: int, atoms: list, keys: list[str], n: int
+                             ) -> tuple[set[bytes], set[bytes], set[bytes], set[bytes]]:
+    """(prefixes the machine keeps, its final texts, valid texts of the universe, their prefixes),
+    texts of at most `n` bytes, values nested at most `limit` deep."""
     tm = TextMachine(compile_spec(schema), max_depth=limit)
     validator = jsonschema.Draft202012Validator(schema)
     valid = {_text(v).encode() for v in _universe(atoms, keys, limit, n + 14)
              if depth_of(v) <= limit and validator.is_valid(v)}
     seen, finals = _prefixes(tm, n)
     want = {t[:i] for t in valid for i in range(min(len(t), n) + 1)}
+    return seen, finals, valid, want
+
+
+def byte_walks_at_max_depth(schema: dict, seed: int) -> int:
+    """Finished byte walks at the default depth limit, every one valid and within it."""
+    tm = TextMachine(compile_spec(schema))
+    assert tm.max_depth == MAX_DEPTH
+    validator = jsonschema.Draft202012Validator(schema)
+    return byte_walks(tm, lambda v: validator.is_valid(v) and depth_of(v) <= MAX_DEPTH, random.Random(seed),
+                      walks=20, steps=400, stop=0.2)
+
+
+@pytest.mark.parametrize("k", range(len(CASES)))
+def test_prefixes_are_exactly_those_of_valid_values(k: int) -> None:
+    seen, finals, valid, want = prefixes_and_valid_texts(*CASES[k])
+    n = CASES[k][4]
     assert seen == want, (sorted(seen - want)[:5], sorted(want - seen)[:5])
     assert finals == {t for t in valid if len(t) <= n}
 
 
 @pytest.mark.parametrize("k", range(len(WALKED)))
 def test_byte_walks_at_max_depth(k: int) -> None:
-    schema = WALKED[k]
-    tm = TextMachine(compile_spec(schema))
-    assert tm.max_depth == MAX_DEPTH
-    validator = jsonschema.Draft202012Validator(schema)
-    done = byte_walks(tm, lambda v: validator.is_valid(v) and depth_of(v) <= MAX_DEPTH, random.Random(k),
-                      walks=20, steps=400, stop=0.2)
-    assert done >= 10
+    assert byte_walks_at_max_depth(WALKED[k], k) >= 10
 
 
 def _feed(tm: TextMachine, text: bytes) -> frozenset:

@@ -27,8 +27,8 @@ from factorspec.graph import compile_spec
 from factorspec.graph.limits import MAX_DEPTH, depth_of
 from factorspec.graph.schema import _entails
 from factorspec.graph.textstate import TextMachine
-from tests.graph.test_schema_recursion import _prefixes, _text, _universe
-from tests.graph.walks import byte_walks
+from tests.graph.test_schema_recursion import _text, byte_walks_at_max_depth, prefixes_and_valid_texts
+from tests.graph.walks import accepts_text
 
 # siblings entailed by the target: the alternative is the plain reference
 ENTAILED = {"type": "object", "additionalProperties": False,
@@ -88,12 +88,8 @@ _KEYS = ["a", "v", "not", "items", "b", "x", "y", "k", "type", "id", "related"]
 @pytest.mark.parametrize("k", range(len(CASES)))
 def test_prefixes_are_exactly_those_of_valid_values(k: int) -> None:
     schema, limit, atoms, keys, n = CASES[k]
-    tm = TextMachine(compile_spec(schema), max_depth=limit)
+    seen, finals, valid, want = prefixes_and_valid_texts(schema, limit, atoms, keys, n)
     validator = jsonschema.Draft202012Validator(schema)
-    valid = {_text(v).encode() for v in _universe(atoms, keys, limit, n + 14)
-             if depth_of(v) <= limit and validator.is_valid(v)}
-    seen, finals = _prefixes(tm, n)
-    want = {t[:i] for t in valid for i in range(min(len(t), n) + 1)}
     # a pattern key may also be spelled with escapes ("\u0061" for "a"): the universe has the plain
     # spelling only, so escaped texts are compared by their decoded value
     plain = {t for t in seen if b"\\" not in t}
@@ -118,15 +114,6 @@ def _compiled(k: int) -> tuple[Any, TextMachine, Any]:
     return _COMPILED[k]
 
 
-def _accepts(tm: TextMachine, text: bytes) -> bool:
-    c = tm.initial()
-    for b in text:
-        c = tm.step(c, b)
-        if not c:
-            return False
-    return tm.is_final(c)
-
-
 @pytest.mark.parametrize("k", range(len(HYPO)))
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=_VALUES)
@@ -135,9 +122,9 @@ def test_values_agree_with_the_validator(k: int, value: Any) -> None:
     valid = validator.is_valid(value) and depth_of(value) <= MAX_DEPTH
     assert (not cs.check(value)) == valid, (value, [str(v) for v in cs.check(value)][:3])
     if valid:
-        assert _accepts(tm, cs.canonical_text(value).encode()), value
+        assert accepts_text(tm, cs.canonical_text(value).encode()), value
     else:
-        assert not _accepts(tm, _text(value).encode()), value
+        assert not accepts_text(tm, _text(value).encode()), value
 
 
 def test_small_values_are_valid_and_invalid() -> None:
@@ -164,29 +151,23 @@ def _small_values(rng: random.Random, n: int) -> list[Any]:
 
 @pytest.mark.parametrize("k", range(len(HYPO)))
 def test_byte_walks_at_max_depth(k: int) -> None:
-    schema = HYPO[k]
-    tm = TextMachine(compile_spec(schema))
-    assert tm.max_depth == MAX_DEPTH
-    validator = jsonschema.Draft202012Validator(schema)
-    done = byte_walks(tm, lambda v: validator.is_valid(v) and depth_of(v) <= MAX_DEPTH, random.Random(k),
-                      walks=20, steps=400, stop=0.2)
-    assert done >= 8
+    assert byte_walks_at_max_depth(HYPO[k], k) >= 8
 
 
 def test_narrowed_alternative_is_compiled_under_its_own_key() -> None:
     """NARROWED: an item must be an object (never null, never 0), the root may be null."""
     tm = TextMachine(compile_spec(NARROWED), max_depth=4)
-    assert _accepts(tm, b"null") and _accepts(tm, b'{"a": [{}, {"a": []}]}')
-    assert not _accepts(tm, b'{"a": [null]}') and not _accepts(tm, b'{"a": [0]}')
-    assert not _accepts(tm, b'{"a": [{"a": [null]}]}')
+    assert accepts_text(tm, b"null") and accepts_text(tm, b'{"a": [{}, {"a": []}]}')
+    assert not accepts_text(tm, b'{"a": [null]}') and not accepts_text(tm, b'{"a": [0]}')
+    assert not accepts_text(tm, b'{"a": [{"a": [null]}]}')
 
 
 def test_shared_target_keeps_its_own_language() -> None:
     """SHARED: `y` is n narrowed to objects, `x` and the items inside both are n itself (null allowed)."""
     tm = TextMachine(compile_spec(SHARED), max_depth=4)
-    assert _accepts(tm, b'{"x": null}') and _accepts(tm, b'{"y": {"k": [null]}}')
-    assert _accepts(tm, b'{"x": {"k": [null, {}]}, "y": {}}')
-    assert not _accepts(tm, b'{"y": null}')
+    assert accepts_text(tm, b'{"x": null}') and accepts_text(tm, b'{"y": {"k": [null]}}')
+    assert accepts_text(tm, b'{"x": {"k": [null, {}]}, "y": {}}')
+    assert not accepts_text(tm, b'{"y": null}')
 
 
 def test_entails() -> None:
@@ -210,8 +191,8 @@ def test_many_reference_nodes_to_one_target_compile() -> None:
     schema = {"type": "object", "additionalProperties": False,
               "properties": {f"p{i}": {"$ref": "#"} for i in range(600)}}
     tm = TextMachine(compile_spec(schema))
-    assert _accepts(tm, b'{"p3": {"p599": {}}}')
-    assert not _accepts(tm, b'{"p600": {}}')
+    assert accepts_text(tm, b'{"p3": {"p599": {}}}')
+    assert not accepts_text(tm, b'{"p600": {}}')
 
 
 def test_many_unique_arrays_through_references_compile() -> None:
@@ -221,8 +202,8 @@ def test_many_unique_arrays_through_references_compile() -> None:
               "properties": {f"p{i}": {"type": "array", "uniqueItems": True, "maxItems": 2, "items": {"$ref": "#"}}
                              for i in range(400)}}
     tm = TextMachine(compile_spec(schema))
-    assert _accepts(tm, b'{"p1": [{}, {"p0": []}]}')
-    assert not _accepts(tm, b'{"p1": [{}, {}]}')
+    assert accepts_text(tm, b'{"p1": [{}, {"p0": []}]}')
+    assert not accepts_text(tm, b'{"p1": [{}, {}]}')
 
 
 @pytest.mark.parametrize("schema", [NARROWED, ALL_OF, {"$defs": {"n": {"type": "object", "properties": {
@@ -259,7 +240,7 @@ def test_mutual_recursion_is_compiled_once_per_definition() -> None:
         SchemaCompiler.node = node  # type: ignore[method-assign]
     assert calls < 20 * n * n, calls
     tm = TextMachine(cs, max_depth=6)
-    assert _accepts(tm, b'{"to5": [{"to0": [{}]}]}') and not _accepts(tm, b'{"to0": [{}]}')
+    assert accepts_text(tm, b'{"to5": [{"to0": [{}]}]}') and not accepts_text(tm, b'{"to0": [{}]}')
 
 
 def test_unproductive_narrowed_recursion_admits_no_value() -> None:
@@ -268,7 +249,7 @@ def test_unproductive_narrowed_recursion_admits_no_value() -> None:
     loop = {"type": ["object", "null"], "properties": {"a": {"type": "array", "minItems": 1,
             "items": {"anyOf": [{"$ref": "#"}], "type": "object", "required": ["a"]}}}}
     tm = TextMachine(compile_spec(loop), max_depth=5)
-    assert _accepts(tm, b"{}") and not _accepts(tm, b'{"a": [{}]}')
+    assert accepts_text(tm, b"{}") and not accepts_text(tm, b'{"a": [{}]}')
     with pytest.raises(EmptySchema) as ei:
         compile_spec({**loop, "type": "object", "required": ["a"]})
     assert "recursive" in ei.value.message

@@ -46,3 +46,13 @@ def token_definition(tm: Any, v: Any, cfg: Any) -> set[int]:
         if c:
             want.add(t)
     return want
+
+
+def accepts_text(tm: Any, text: bytes) -> bool:
+    """The machine steps through every byte of `text` and ends in a final state."""
+    c = tm.initial()
+    for b in text:
+        c = tm.step(c, b)
+        if not c:
+            return False
+    return tm.is_final(c)
