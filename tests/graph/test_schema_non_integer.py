@@ -5,7 +5,6 @@ short text against `jsonschema`), `check` agrees with the validator and `solve` 
 is valid; a range that holds one integer only is refused as empty."""
 from __future__ import annotations
 
-import itertools
 from fractions import Fraction
 from typing import Any
 
@@ -14,8 +13,8 @@ import pytest
 
 from factorspec.errors import SpecError
 from factorspec.graph import compile_spec
-from factorspec.graph.relations import format_decimal
 from factorspec.graph.textstate import TextMachine
+from tests.graph.test_schema_free_numbers import ALPHABET, _canonical, _run, _texts
 
 NOT_INT = {"type": "integer"}
 SCHEMAS: list[dict] = [
@@ -33,33 +32,6 @@ SCHEMAS: list[dict] = [
     {"oneOf": [{"type": "integer", "maximum": 5}, {"type": "number", "minimum": 3, "maximum": 12}]},
     {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 0}, {"type": "number"}, {"type": "null"}]},
 ]
-ALPHABET = "-0123456789."
-
-
-def _run(tm: TextMachine, text: str) -> frozenset:
-    c = tm.initial()
-    for b in text.encode():
-        c = tm.step(c, b)
-        if not c:
-            break
-    return c
-
-
-def _canonical(text: str) -> Fraction | None:
-    """The value of `text` if it is a canonical decimal (the machine's number form), else None."""
-    try:
-        v = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        return None
-    if text.startswith(("+", ".")) or "e" in text or "_" in text or " " in text or "/" in text:
-        return None
-    return v if format_decimal(v if v.denominator != 1 else int(v)) == text else None
-
-
-def _texts(n: int) -> list[str]:
-    return ["".join(t) for k in range(1, n + 1) for t in itertools.product(ALPHABET, repeat=k)]
-
-
 SHORT = _texts(4)
 EXTENSIONS = [""] + _texts(2)
 
