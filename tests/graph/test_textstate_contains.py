@@ -18,7 +18,7 @@ from factorspec.errors import EmptySchema, SpecError
 from factorspec.graph import compile_spec
 from factorspec.graph.schema import canonical_text
 from factorspec.graph.textstate import TextMachine
-from tests.graph.walks import byte_walks
+from tests.graph.walks import byte_alphabet, byte_walks, completes_within
 
 _ABC = {"enum": ["a", "b", "c"]}
 _STR1 = {"type": "string", "maxLength": 1}
@@ -41,26 +41,12 @@ CASES: list[tuple[dict, bytes, int, list[Any]]] = [
 WALK_ONLY: list[dict] = [{"type": "array", "contains": {"type": "string"}}]
 
 
-def _alphabet(tm: TextMachine, extra: bytes) -> list[int]:
-    return sorted(set(extra) | set(tm.sep) | set(tm.key_sep))
-
-
-def _completes(tm: TextMachine, c: frozenset, alphabet: list[int], depth: int) -> bool:
-    """Some completion of at most `depth` bytes over the alphabet (closing bytes first)."""
-    if tm.is_final(c):
-        return True
-    if depth == 0:
-        return False
-    order = sorted(alphabet, key=lambda b: b not in b'"]}')
-    return any(_completes(tm, n, alphabet, depth - 1) for b in order if (n := tm.step(c, b)))
-
-
 @pytest.mark.parametrize("k", range(len(CASES)))
 def test_accepted_texts_are_the_canonical_valid_values(k: int) -> None:
     schema, extra, limit, atoms = CASES[k]
     tm = TextMachine(compile_spec(schema))
     validator = jsonschema.Draft202012Validator(schema)
-    alphabet = _alphabet(tm, extra)
+    alphabet = byte_alphabet(tm, extra)
     wide = sorted(set(alphabet) | set(b"truefalsn0abc"))
     finals: set[bytes] = set()
     frontier = [(tm.initial(), b"")]
@@ -73,10 +59,10 @@ def test_accepted_texts_are_the_canonical_valid_values(k: int) -> None:
             assert tm.spec.check(v) == [], (schema, text)
             finals.add(text)
         if len(text) == limit:
-            assert _completes(tm, c, wide, 14), f"dead end after {text!r}"
+            assert completes_within(tm, c, wide, 14), f"dead end after {text!r}"
             continue
         nxt = [(n, text + bytes([b])) for b in alphabet if (n := tm.step(c, b))]
-        assert nxt or tm.is_final(c) or _completes(tm, c, wide, 14), f"dead end after {text!r}"
+        assert nxt or tm.is_final(c) or completes_within(tm, c, wide, 14), f"dead end after {text!r}"
         frontier += nxt
     # completeness, and the validator agrees with check() on the arrays of up to 4 atoms
     valid = invalid = 0

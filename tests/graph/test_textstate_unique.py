@@ -17,7 +17,7 @@ from factorspec.errors import SpecError
 from factorspec.graph import compile_spec
 from factorspec.graph.schema import canonical_text
 from factorspec.graph.textstate import TextMachine
-from tests.graph.walks import byte_walks
+from tests.graph.walks import byte_alphabet, byte_walks, completes_within
 
 _STR1 = {"type": "string", "maxLength": 1}
 _AB = {"type": "string", "pattern": "^[ab]*$", "maxLength": 2}
@@ -57,26 +57,12 @@ def _canonical(tm: TextMachine, v: Any) -> bytes:
     return canonical_text(tm.spec.template, v, tm.style).encode()
 
 
-def _alphabet(tm: TextMachine, extra: bytes) -> list[int]:
-    return sorted(set(extra) | set(tm.sep) | set(tm.key_sep))
-
-
-def _completes(tm: TextMachine, c: frozenset, alphabet: list[int], depth: int) -> bool:
-    """Some completion of at most `depth` bytes over the alphabet (closing bytes first)."""
-    if tm.is_final(c):
-        return True
-    if depth == 0:
-        return False
-    order = sorted(alphabet, key=lambda b: b not in b'"]}')
-    return any(_completes(tm, n, alphabet, depth - 1) for b in order if (n := tm.step(c, b)))
-
-
 @pytest.mark.parametrize("k", range(len(CASES)))
 def test_accepted_texts_are_the_canonical_valid_values(k: int) -> None:
     schema, extra, limit = CASES[k]
     tm = TextMachine(compile_spec(schema))
     validator = jsonschema.Draft202012Validator(schema)
-    alphabet = _alphabet(tm, extra)
+    alphabet = byte_alphabet(tm, extra)
     wide = sorted(set(alphabet) | set(b"truefalsn0"))  # completions may need a literal
     finals: set[bytes] = set()
     frontier = [(tm.initial(), b"")]
@@ -89,10 +75,10 @@ def test_accepted_texts_are_the_canonical_valid_values(k: int) -> None:
             assert _canonical(tm, v) == text, (schema, text)
             finals.add(text)
         if len(text) == limit:
-            assert _completes(tm, c, wide, 12), f"dead end after {text!r}"
+            assert completes_within(tm, c, wide, 12), f"dead end after {text!r}"
             continue
         nxt = [(n, text + bytes([b])) for b in alphabet if (n := tm.step(c, b))]
-        assert nxt or tm.is_final(c) or _completes(tm, c, wide, 12), f"dead end after {text!r}"
+        assert nxt or tm.is_final(c) or completes_within(tm, c, wide, 12), f"dead end after {text!r}"
         frontier += nxt
     # completeness: every valid value whose canonical text is that short is accepted
     universe = _values(alphabet, limit)

@@ -17,7 +17,7 @@ import pytest
 from factorspec.graph import compile_spec
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.unique_values import could_equal, item_value
-from tests.graph.walks import byte_walks
+from tests.graph.walks import byte_walks, completes_within
 
 
 def _texts(v: Any, sep: bytes = b",", key_sep: bytes = b":") -> set[bytes]:
@@ -122,15 +122,6 @@ def _no_dup_keys(text: bytes) -> Any:
     return json.loads(text, object_pairs_hook=hook)
 
 
-def _completes(tm: TextMachine, c: frozenset, alphabet: list[int], depth: int) -> bool:
-    if tm.is_final(c):
-        return True
-    if depth == 0:
-        return False
-    order = sorted(alphabet, key=lambda b: b not in b'"]}')
-    return any(_completes(tm, n, alphabet, depth - 1) for b in order if (n := tm.step(c, b)))
-
-
 @pytest.mark.parametrize("k", range(len(CASES)))
 def test_accepted_texts_are_the_texts_of_valid_values(k: int) -> None:
     schema, extra, limit = CASES[k]
@@ -147,11 +138,11 @@ def test_accepted_texts_are_the_texts_of_valid_values(k: int) -> None:
             assert validator.is_valid(_no_dup_keys(text)), (schema, text)
             finals.add(text)
         if len(text) == limit:
-            assert _completes(tm, c, wide, 14), f"dead end after {text!r}"
+            assert completes_within(tm, c, wide, 14), f"dead end after {text!r}"
             continue
         inside = text.count(b'"') % 2  # in a string (no backslash here): letters and the quote only
         nxt = [(n, text + bytes([b])) for b in (in_str if inside else alphabet) if (n := tm.step(c, b))]
-        assert nxt or tm.is_final(c) or _completes(tm, c, wide, 14), f"dead end after {text!r}"
+        assert nxt or tm.is_final(c) or completes_within(tm, c, wide, 14), f"dead end after {text!r}"
         frontier += nxt
     letters = sorted({chr(b) for b in extra if chr(b) in "ab"})
     dups = 0

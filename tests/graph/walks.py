@@ -56,3 +56,18 @@ def accepts_text(tm: Any, text: bytes) -> bool:
         if not c:
             return False
     return tm.is_final(c)
+
+
+def byte_alphabet(tm: Any, extra: bytes) -> list[int]:
+    """`extra` and the machine's separator bytes: what an exhaustive text search steps over."""
+    return sorted(set(extra) | set(tm.sep) | set(tm.key_sep))
+
+
+def completes_within(tm: Any, c: frozenset, alphabet: list[int], depth: int) -> bool:
+    """Some completion of at most `depth` bytes over the alphabet (closing bytes first)."""
+    if tm.is_final(c):
+        return True
+    if depth == 0:
+        return False
+    order = sorted(alphabet, key=lambda b: b not in b'"]}')
+    return any(completes_within(tm, n, alphabet, depth - 1) for b in order if (n := tm.step(c, b)))
