@@ -129,8 +129,9 @@ class NegationTable:
         self.notes.append([])
         try:
             neg = make()
-        except SpecError:
+        except BaseException:
             # what was made meanwhile may name this complement, which now has none: all of it goes
+            # (a refusal, and also a budget or a timeout that stops the compile midway)
             for k in [k for k, v in self.index.items() if v >= start]:
                 del self.index[k]
             del self.defs[start:], self.notes[start:]

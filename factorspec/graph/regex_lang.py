@@ -891,8 +891,8 @@ def _merge_classes(d: Dfa) -> Dfa:
 def _minimize(d: Dfa, merge: bool = True) -> Dfa:
     """Moore's partition refinement: equivalent states (same label, same class moves) merged
     (then adjacent equal classes, unless `merge` is False: the classes stay as they are). Each
-    round is one numpy row-unique over (block, blocks of the moves): a bounded repeat such as
-    {1,256} takes hundreds of rounds over thousands of states."""
+    round numbers the signatures (block, block of each class move) with one numpy unique per
+    class: a bounded repeat such as {1,256} takes hundreds of rounds over thousands of states."""
     import numpy as np
 
     n = len(d.trans)
