@@ -18,7 +18,7 @@ setup(
         "kernels": ["torch==2.13.0", "triton==3.7.1"],
         "tokenizers": ["transformers>=5.16.1,<5.20", "xgrammar==0.2.7", "gguf", "sentencepiece"],
         # llguidance: the third engine of microbench/jsonschemabench.py, smoke-tested in CI
-        "test": ["pytest", "hypothesis", "pytest-benchmark", "llguidance==1.9.1"],
+        "test": ["pytest", "pytest-xdist", "hypothesis", "pytest-benchmark", "llguidance==1.9.1"],
         "bench": ["matplotlib", "llguidance==1.9.1"],
         # OR-tools CP-SAT (now in install_requires; the extra is kept for old install lines)
         "solver": ["ortools==9.15.6755"],

@@ -1,12 +1,57 @@
 """Suite-wide: the `slow` marker (tests that load a real model run when FACTORSPEC_RUN_SLOW=1,
 as CI does), and the strict-skip rule CI runs under (FACTORSPEC_STRICT_SKIPS=1): a test that
 skips for any reason not listed in ALLOWED_SKIPS fails the session, so a dependency the install
-script should bring can never make a module skip silently."""
+script should bring can never make a module skip silently. And the split over pytest-xdist
+workers (`-n auto --dist loadfile`, the README's test command): one worker per usable CPU, torch
+threads divided among them, each test file whole on one worker (and the files that share state
+made once per process together)."""
 from __future__ import annotations
 
 import os
 
 import pytest
+
+from factorspec.models.threads import usable_cpus
+
+# at most this many xdist workers for `-n auto`: each may load a model (a few GB)
+MAX_WORKERS = 4
+
+# test files that share state made once per test process, kept on one worker (one scheduling scope)
+SHARED_GROUPS: dict[str, str] = {
+    # the three SGLang engine runs of tests/integrations/sglang_engine_runs.py
+    "tests/integrations/test_sglang_ragged.py": "sglang-engine-runs",
+    "tests/integrations/test_sglang_scheduler.py": "sglang-engine-runs",
+}
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: the CPUs this process may use (affinity and cgroup quota, not the host's count)."""
+    return max(1, min(MAX_WORKERS, usable_cpus()))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with SHARED_GROUPS: xdist's file scopes, a group's files one scope. (Its
+    own `loadgroup` marks no longer reach the scheduler: pytest 9.2 keeps the node id in `_id`,
+    while xdist 3.8.0 rewrites `_nodeid`.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileGroupScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_GROUPS.get(path, path)
+
+    return FileGroupScheduling(config, log)
+
+
+# An xdist worker's torch threads: the usable CPUs divided among the workers, set before anything
+# imports torch (torch reads OMP_NUM_THREADS once), inherited by the servers and mask workers a
+# test starts. Torch threads that share cores with another worker's wait for each other at every op.
+_XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+if _XDIST_WORKERS > 1 and not (os.environ.get("FACTORSPEC_TORCH_THREADS") or os.environ.get("OMP_NUM_THREADS")):
+    os.environ["FACTORSPEC_TORCH_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(
+        max(1, usable_cpus() // _XDIST_WORKERS))
 
 # (test id prefix, text the skip reason contains, why this skip is legitimate in CI)
 ALLOWED_SKIPS: list[tuple[str, str, str]] = [

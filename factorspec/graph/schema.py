@@ -395,7 +395,7 @@ class SchemaCompiler:
 
     MAX_DEPTH = 64
 
-    def __init__(self, doc: dict, open_objects: bool = True) -> None:
+    def __init__(self, doc: dict, open_objects: bool = True, share_targets: bool = True) -> None:
         # references into the official meta-schemas: copied into the document (metaschemas.py)
         remote = metaschemas.remote_refs(doc) if isinstance(doc, dict) and metaschemas.REMOTE_KEY not in doc else []
         remote = [n for n in remote if metaschemas.load(n) is not None]
@@ -409,6 +409,12 @@ class SchemaCompiler:
         self._refs = _ref_table()
         self._negations = NegationTable()  # complements of $ref targets (negation.py)
         self._shared: dict[str, LayoutNode] = {}  # reference key -> its compiled recursive target
+        # share_targets: a non-recursive target of SHARE_MIN_NODES nodes or more, met again, is a
+        # reference node to its first compile (`_referenced`); off where relations name fields
+        # (the grounder never descends into a reference node)
+        self.share_targets = share_targets
+        self._acyclic: dict[str, LayoutNode] = {}  # reference key -> its large non-recursive target
+        self.acyclic_links = 0  # reference nodes made to those
         self._plans: dict[str, Plan] = {}  # oneOf text -> its disjointness plan (`_plan`)
         self._report: dict[tuple[str, str], str] = {}
         self._ov: Optional[Overlaps] = None
@@ -433,7 +439,12 @@ class SchemaCompiler:
         finally:
             NEGATIONS.reset(negations)
             DISJOINT.reset(token)
-        recursion.check(root, self._refs)
+        try:
+            recursion.check(root, self._refs)
+        except SpecError:
+            if self.acyclic_links:  # a refusal the shared targets may have caused: `compile_schema` retries
+                raise _SharingRefused() from None
+            raise
         return root
 
     def _resolve(self, ref: Any, ptr: str) -> tuple[Any, str]:
@@ -1079,14 +1090,21 @@ class SchemaCompiler:
         reference node, linked when the target is done (recursion.py). A target compiled before whose
         layout holds reference nodes (a recursive part) is shared, by a new reference node to it: its
         language is its schema's wherever it is met, and compiling it afresh under every path through
-        the cycles is exponential in the number of mutually recursive definitions. Shared targets
-        made while a target that then fails was compiled are forgotten (they may point into it)."""
+        the cycles is exponential in the number of mutually recursive definitions. So is a large
+        non-recursive target (SHARE_MIN_NODES nodes or more) with `share_targets`: a definition used
+        in many places is compiled once, not once per use (JSON Schema Store's theme: 42 s -> 1.4 s).
+        Shared targets made while a target that then fails was compiled are forgotten (they may point
+        into it)."""
         if key in self._ref_stack:
             return self._refs.placeholder(key, ptr)
         hit = self._shared.get(key)
         if hit is not None:
             return self._refs.link(hit, ptr)
-        made, known = self._refs.made, len(self._shared)
+        hit = self._acyclic.get(key)
+        if hit is not None:
+            self.acyclic_links += 1
+            return self._refs.link(hit, ptr)
+        made, known, known_acyclic = self._refs.made, len(self._shared), len(self._acyclic)
         self._ref_stack.append(key)
         try:
             n = build()
@@ -1094,12 +1112,16 @@ class SchemaCompiler:
             self._refs.drop(key)
             for k in list(self._shared)[known:]:
                 del self._shared[k]
+            for k in list(self._acyclic)[known_acyclic:]:
+                del self._acyclic[k]
             raise
         finally:
             self._ref_stack.pop()
         self._refs.bind(key, n)
         if self._refs.made > made:
             self._shared[key] = n
+        elif self.share_targets and _layout_size(n, SHARE_MIN_NODES) >= SHARE_MIN_NODES:
+            self._acyclic[key] = n
         return n
 
     def _merge(self, siblings: dict, a: Any, aptr: str, kw: str, ptr: str) -> tuple[Any, str]:
@@ -1851,17 +1873,44 @@ def _ref_table() -> Any:
     return RefTable()
 
 
-def compile_schema(doc: dict, open_objects: bool = True) -> LayoutNode:
+def compile_schema(doc: dict, open_objects: bool = True, share_targets: bool = True) -> LayoutNode:
     """Compile a schema document (the spec minus its relations) into the template tree."""
-    return SchemaCompiler(doc, open_objects).compile()
+    return compile_schema_report(doc, open_objects, share_targets)[0]
 
 
-def compile_schema_report(doc: dict, open_objects: bool = True) -> tuple[LayoutNode, list[tuple[str, str, str]]]:
+def compile_schema_report(doc: dict, open_objects: bool = True,
+                          share_targets: bool = True) -> tuple[LayoutNode, list[tuple[str, str, str]]]:
     """The template tree and the compile report: every ignored keyword and every narrowing, as
-    (JSON Pointer, keyword, note)."""
-    c = SchemaCompiler(doc, open_objects)
-    node = c.compile()
+    (JSON Pointer, keyword, note). A layout that shares large targets but that the recursion check
+    refuses (a reference node turns on its rules) is compiled again without sharing, so sharing
+    never refuses a schema the plain compile accepts."""
+    c = SchemaCompiler(doc, open_objects, share_targets)
+    try:
+        node = c.compile()
+    except _SharingRefused:
+        c = SchemaCompiler(doc, open_objects, share_targets=False)
+        node = c.compile()
     return node, c.report
+
+
+class _SharingRefused(Exception):
+    """The recursion check refused a layout with reference nodes to shared non-recursive targets."""
+
+
+SHARE_MIN_NODES = 256  # layout nodes from which a non-recursive `$ref` target is shared, not copied
+
+
+def _layout_size(node: LayoutNode, cap: int) -> int:
+    """The number of layout nodes reachable from `node`, counted up to `cap` (cheap on huge ones)."""
+    from factorspec.graph.recursion import children  # recursion.py imports this module
+
+    seen, stack = {id(node)}, [node]
+    while stack and len(seen) < cap:
+        for k in children(stack.pop()):
+            if id(k) not in seen:
+                seen.add(id(k))
+                stack.append(k)
+    return len(seen)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -95,7 +95,11 @@ class CompiledSpec:
         self.budget = budget or Budget()
         # open_objects=False closes objects with additionalProperties true/a schema (docs/spec.md)
         self.open_objects = open_objects
-        self.template: LayoutNode = compile_schema(doc, open_objects)
+        # large `$ref` targets compiled once and shared (schema.py `_referenced`) unless relations
+        # may name fields inside them (the grounder does not descend into a reference node)
+        ext = doc.get(EXTENSION_KEY)
+        share = not (isinstance(ext, dict) and ext.get("relations"))
+        self.template: LayoutNode = compile_schema(doc, open_objects, share_targets=share)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
         text_paths: list = []
         self.relations += unique_relations(self.template, text_paths)
