@@ -24,11 +24,13 @@ SHARED_GROUPS: dict[str, str] = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: the vLLM venv runs its tests without xdist
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: the CPUs this process may use (affinity and cgroup quota, not the host's count)."""
     return max(1, min(MAX_WORKERS, usable_cpus()))
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile` with SHARED_GROUPS: xdist's file scopes, a group's files one scope. (Its
     own `loadgroup` marks no longer reach the scheduler: pytest 9.2 keeps the node id in `_id`,
