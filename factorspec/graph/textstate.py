@@ -50,6 +50,7 @@ from factorspec.graph.unique_values import could_equal, item_value
 
 Config = tuple  # (stack: tuple, sol: State | None)
 MASK_CACHE_BYTES = 4 << 20  # per machine: about 220 masks of a 150k-token vocabulary
+ENDED_CACHE_ENTRIES = 200_000  # per machine: configuration inside a scalar -> configurations after it
 SMALL_DOMAIN = 64  # numeric slots with at most this many candidate values are matched as texts
 _NUM_PREFIX = re.compile(rb"-?(0|[1-9][0-9]*)?(\.[0-9]*)?")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -83,6 +84,10 @@ class TextMachine:
         self.unique = _any_text_unique(spec.template)
         self._canon_cache: dict[tuple, bool] = {}
         self._distinct_cache: dict = {}
+        # configuration inside a scalar's text -> the configurations after ending the scalar there:
+        # a mask's trie walk asks it once per byte it tries from that configuration, each a decimal
+        # parse and a solver question (a quarter of all mask time on a JSONSchemaBench sample)
+        self._ended_cache: dict[Config, tuple] = {}
 
     def cache_mask(self, key: tuple, mask: Any) -> None:
         """Keep a computed boundary mask (at most MASK_CACHE_BYTES per machine, then start over)."""
@@ -607,10 +612,8 @@ class TextMachine:
         if kind == "S":
             path, p = top[1], top[2]
             # end the value here, then feed b to what follows
-            ended = self._end_scalar(stack, sol)
-            if ended is not None:
-                for c in self.expand(ended):
-                    self._step_one(c, b, out)
+            for c in self._ended(cfg):
+                self._step_one(c, b, out)
             np_ = p + bytes([b])
             texts = self._texts(path, sol)
             if texts is not None:
@@ -677,6 +680,19 @@ class TextMachine:
                 out.extend(self.expand((below, sol)))
             else:
                 out.append((stack[:-1] + (nxt,), sol))
+
+    def _ended(self, cfg: Config) -> tuple:
+        """The configurations after ending the scalar whose text is under way at the top of `cfg`
+        (empty where it cannot end there), kept per configuration: `_end_scalar` is a pure function
+        of it (the solver State memoises its answers; a budget hit raises before anything is kept)."""
+        hit = self._ended_cache.get(cfg)
+        if hit is None:
+            ended = self._end_scalar(cfg[0], cfg[1])
+            hit = tuple(self.expand(ended)) if ended is not None else ()
+            if len(self._ended_cache) >= ENDED_CACHE_ENTRIES:
+                self._ended_cache.clear()
+            self._ended_cache[cfg] = hit
+        return hit
 
     def _end_scalar(self, stack: tuple, sol: Any) -> Optional[Config]:
         top = stack[-1]
@@ -755,8 +771,7 @@ class TextMachine:
             if not stack:
                 return True
             if len(stack) == 1 and stack[-1][0] == "S":
-                ended = self._end_scalar(stack, sol)
-                if ended is not None and any(not s for s, _ in self.expand(ended)):
+                if any(not s for s, _ in self._ended(cfg)):
                     return True
         return False
 
@@ -789,13 +804,13 @@ class TextMachine:
                     if t.startswith(p) and len(t) > len(p):
                         out.add(t[len(p)])
                 if p in texts:
-                    ended = self._end_scalar(stack, sol)
-                    if ended is not None:
-                        nb = self.next_bytes(self.expand(ended), limit)
+                    ended = self._ended(cfg)
+                    if ended:
+                        nb = self.next_bytes(ended, limit)
                         if nb is None:
                             return None
                         out |= nb
-                        if any(not s for s, _ in self.expand(ended)):
+                        if any(not s for s, _ in ended):
                             out.add(-1)  # the record can end here
             if len(out) > limit:
                 return None
