@@ -986,6 +986,10 @@ class SchemaCompiler:
                 # test_exclusive.py), a value may still match exactly one: the narrowing must
                 # not turn a schema with values into an empty one
                 only = exclusive_terms(self._overlaps(), alts, given, ptr, None, values, matches)
+                if only:
+                    self._note(f"{ptr}/oneOf", "additionalProperties",
+                               "alternatives read as written (objects open): closed, every value "
+                               "of each also matches another")
             if not only:
                 raise EmptySchema(f"{ptr}/oneOf", "every value of each alternative also matches another one")
             return self.node({**rest, "anyOf": only}, ptr, depth + 1)

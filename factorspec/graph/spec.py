@@ -22,7 +22,7 @@ from factorspec.graph.schema import (
     Scalar,
     TextStyle,
     canonical_text,
-    compile_schema,
+    compile_schema_report,
     path_text,
     schema_violations,
 )
@@ -99,7 +99,9 @@ class CompiledSpec:
         # may name fields inside them (the grounder does not descend into a reference node)
         ext = doc.get(EXTENSION_KEY)
         share = not (isinstance(ext, dict) and ext.get("relations"))
-        self.template: LayoutNode = compile_schema(doc, open_objects, share_targets=share)
+        # the report: every ignored keyword and narrowing, (JSON Pointer, keyword, note)
+        self.template: LayoutNode
+        self.template, self.schema_report = compile_schema_report(doc, open_objects, share_targets=share)
         self.tables, self.relations = load_relations(doc.get(EXTENSION_KEY))
         text_paths: list = []
         self.relations += unique_relations(self.template, text_paths)

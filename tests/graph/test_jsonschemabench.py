@@ -192,6 +192,16 @@ def xgrammar_exceptions(schema: Any) -> list[str]:
     return sorted(out)
 
 
+def compiled_exceptions(cs: Any) -> list[str]:
+    """Documented exceptions that FactorSpec's compile report names: a `oneOf` whose alternatives,
+    read by their closed layouts, leave no value matching exactly one, compiles them as written
+    (objects open: Github_trivial/o41582 `{"pets": {"cat": true}}` matches only the first of
+    `{properties: {dog: string}}`, `{properties: {cat: string}}`). xgrammar closes those objects,
+    so it admits `{"cat": "x"}` (both alternatives: invalid) and refuses `{"cat": true}`."""
+    return sorted({"oneOf read as written" for (p, k, _n) in cs.schema_report
+                   if k == "additionalProperties" and p.endswith("/oneOf/additionalProperties")})
+
+
 _BESIDE_BRANCHES = ("properties", "required", "patternProperties", "additionalProperties", "items",
                     "prefixItems", "minItems", "maxItems", "minProperties", "maxProperties")
 
@@ -309,7 +319,7 @@ def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = FINISH_CAP, comp
         if compile_only:
             out["result"] = "passed"
             return out
-        exc = xgrammar_exceptions(schema)
+        exc = sorted(set(xgrammar_exceptions(schema)) | set(compiled_exceptions(cs)))
         compiled = None
         if exc:
             out["xgrammar_exceptions"] = exc
@@ -382,6 +392,27 @@ def test_xgrammar_drops_keywords_beside_one_of() -> None:
     assert xgrammar_exceptions(s) == ["keywords beside anyOf/oneOf"]
     good, bad = {"name": "x", "a": 1}, {"a": 1}
     assert validator_errors(s, good) == [] and validator_errors(s, bad)
+    g = xgr.Grammar.from_json_schema(json.dumps(s), any_whitespace=False)
+    accepts = xgr.testing._is_grammar_accept_string
+    assert not accepts(g, json.dumps(good)) and accepts(g, json.dumps(bad))
+
+
+def test_xgrammar_closes_open_one_of_alternatives() -> None:
+    """The evidence for the 'oneOf read as written' exception (Github_trivial/o41582): FactorSpec's
+    report names it, the record FactorSpec allows is valid, and xgrammar refuses it but accepts an
+    invalid one. When xgrammar changes, this fails and the exception goes."""
+    import json
+
+    import xgrammar as xgr
+    s = {"type": "object", "properties": {"pets": {"oneOf": [
+        {"type": "object", "properties": {"dog": {"type": "string"}}},
+        {"type": "object", "properties": {"cat": {"type": "string"}}}]}}}
+    cs = compile_spec(s)
+    assert compiled_exceptions(cs) == ["oneOf read as written"]
+    assert compiled_exceptions(compile_spec({"oneOf": [{"type": "string"}, {"type": "integer"}]})) == []
+    good, bad = {"pets": {"cat": True}}, {"pets": {"cat": "x"}}
+    assert validator_errors(s, good) == [] and validator_errors(s, bad)
+    assert not cs.check(good) and cs.check(bad)
     g = xgr.Grammar.from_json_schema(json.dumps(s), any_whitespace=False)
     accepts = xgr.testing._is_grammar_accept_string
     assert not accepts(g, json.dumps(good)) and accepts(g, json.dumps(bad))
