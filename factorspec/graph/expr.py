@@ -679,8 +679,21 @@ class Lookup(Node):
             self._kvid = key.var.id
 
     def _keys(self, D: Domains) -> list:
+        """The table keys consistent with the key's abstract value, kept by that value (an
+        interval or a set, hashable): a computed key (the rank that min/max of strings reads
+        back) is looked up at every propagation of every factor it appears in."""
         k = self.key.fwd(D)
-        return [key for key in self.table if consistent(key, k)]
+        ck = ("keys", k)
+        try:
+            hit = self._cache.get(ck)
+        except TypeError:  # an abstract value that is not hashable: not kept
+            return [key for key in self.table if consistent(key, k)]
+        if hit is None:
+            hit = [key for key in self.table if consistent(key, k)]
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[ck] = hit
+        return hit
 
     def fwd(self, D: Domains) -> Abstract:
         if self._byk is not None:

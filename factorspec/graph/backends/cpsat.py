@@ -102,6 +102,10 @@ class _Builder:
         self.dropped: list[str] = []
         self._bool_of: dict[int, Any] = {}
         self._eq_cache: dict[tuple[int, int], Any] = {}
+        # translations of shared subexpressions (the grounder shares nodes: a pair key under an
+        # all_different of tuples is one node in 105 pairwise factors), by (kind, node id); the
+        # node is kept beside its translation so that its id cannot be reused
+        self._memo: dict[tuple[str, int], tuple[E.Node, Any]] = {}
         self.xs = []
         for v in p.vars:
             if abs(v.lo) > SAFE or abs(v.hi) > SAFE:
@@ -177,7 +181,25 @@ class _Builder:
         return self._new(lo, hi)
 
     # -- numeric nodes -----------------------------------------------------------------------
+    def _memoised(self, tag: str, n: E.Node, build: Any) -> Any:
+        """build(n), once per node: a node's translation is a function of the node alone (its
+        auxiliary variables and defining constraints hold for every record), so a node shared by
+        several factors needs them once."""
+        key = (tag, id(n))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is n:
+            return hit[1]
+        out = build(n)
+        self._memo[key] = (n, out)
+        return out
+
     def num(self, n: E.Node) -> Lin:
+        """n as a linear form over CP-SAT variables (see `_num`)."""
+        if not n.vars:
+            return self._num(n)
+        return self._memoised("num", n, self._num)
+
+    def _num(self, n: E.Node) -> Lin:
         if not n.vars:
             v = self._const(n)
             if isinstance(v, bool):
@@ -380,6 +402,8 @@ class _Builder:
                 else:
                     complete = False
             return out, complete
+        if key.kind == "num":
+            return self._lookup_num_key(n)
         cv, vals = self.sym(key)
         out = []
         complete = True
@@ -393,6 +417,24 @@ class _Builder:
             else:
                 complete = False
         return out, complete
+
+    def _lookup_num_key(self, n: E.Lookup) -> tuple[list[tuple[Any, Any]], bool]:
+        """`_lookup_cases` for a numeric key (e.g. the rank that min/max of strings reads back
+        through a table): one case per table key the key's integer variable can equal. Complete
+        when every value of that variable's range is a table key (`ev` finds any other undefined)."""
+        lin = self.num(n.key)
+        keys = [(Fraction(int(k)) if isinstance(k, bool) else Fraction(k), v)
+                for k, v in n.table.items() if _is_num(k) or isinstance(k, bool)]
+        s = math.lcm(self._den(lin), _lcm_den(k for k, _v in keys))
+        x = self._int_var(lin, s)
+        lo, hi = self.bounds[x.index]
+        out, hit = [], set()
+        for k, v in keys:
+            w = k * s
+            if w.denominator == 1 and lo <= w <= hi and int(w) not in hit:
+                hit.add(int(w))
+                out.append((("eq", x, int(w)), v))
+        return out, len(hit) == hi - lo + 1
 
     def _eq_lit(self, spec: Any) -> Lit:
         """The literal `x == k` (one per variable and value)."""
@@ -473,6 +515,12 @@ class _Builder:
 
     # -- symbolic nodes: (code variable or constant code, the values it may take) ---------------
     def sym(self, n: E.Node) -> tuple[Any, list]:
+        """n as (a code variable or a constant code, the values it may take) (see `_sym`)."""
+        if not n.vars:
+            return self._sym(n)
+        return self._memoised("sym", n, self._sym)
+
+    def _sym(self, n: E.Node) -> tuple[Any, list]:
         if not n.vars:
             v = self._const(n)
             return self.code(v), [v]
@@ -535,7 +583,12 @@ class _Builder:
 
     # -- boolean nodes -----------------------------------------------------------------------
     def lit(self, n: E.Node) -> Lit:
-        """A literal equivalent to node n (True/False for constants)."""
+        """A literal equivalent to node n (True/False for constants; see `_lit`)."""
+        if not n.vars:
+            return self._lit(n)
+        return self._memoised("lit", n, self._lit)
+
+    def _lit(self, n: E.Node) -> Lit:
         if not n.vars:
             v = self._const(n)
             return bool(v)
