@@ -32,6 +32,7 @@ from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.registry import post_globals
 from factorspec.graph.ground import Factor
 from factorspec.graph.linear_fill import fill
+from factorspec.graph.record_pool import RecordPool
 
 SUPPORTS = True  # feasible_values by supports with a complete backend (State._supports)
 
@@ -60,6 +61,7 @@ class Stats:
     backend_fallbacks: int = 0  # CP-SAT solutions of a relaxation that broke a factor
     fills: int = 0  # solutions found by the linear fill, without branching
     good_hits: int = 0  # search nodes completed from an earlier search's first solution (Problem.goods)
+    pool_hits: int = 0  # questions answered by a record an earlier question found (Problem.pool)
 
 
 class Problem:
@@ -109,6 +111,7 @@ class Problem:
         self.static_order = not self.pickers and all(v.guard is None for v in vars)
         self.stats = Stats()
         self.backend_cache: dict[str, Any] = {}  # e.g. the CP-SAT model (graph/backends), built once
+        self.pool = RecordPool()  # records found by earlier questions (graph/record_pool.py)
         # `deadline` is set while one question (e.g. feasible_values) runs several searches: they
         # share one wall-clock budget instead of each getting a fresh one (per thread: engines
         # may draft on one thread while masking on another)
@@ -501,6 +504,7 @@ class State:
         sol = solve_portfolio(s, D, propagated=True)
         if sol is None:
             return None
+        problem.pool.add(sol)
         return cls(problem, D, sol, budget)
 
     def _restrict(self, vid: int, allowed: Any) -> Optional[list]:
@@ -534,7 +538,14 @@ class State:
                 if s.propagate(D2, [vid]):
                     out = State(self.problem, D2, self.witness, self.budget)
             elif s.propagate(D2, [vid]):
-                sol = solve_portfolio(s, D2, propagated=True)
+                # a record an earlier question found, else a search (whose record is kept)
+                sol = self.problem.pool.find(D2, vid)
+                if sol is not None:
+                    self.problem.stats.pool_hits += 1
+                else:
+                    sol = solve_portfolio(s, D2, propagated=True, hint=self.witness)
+                    if sol is not None:
+                        self.problem.pool.add(sol)
                 if sol is not None:
                     out = State(self.problem, D2, sol, self.budget)
         self._memo[key] = out
@@ -560,22 +571,26 @@ class State:
         return out
 
     def _supports(self, vid: int, d: Any) -> list[int]:
-        """feasible_values by supports: ask for a record with `vid` among the values not yet
+        """feasible_values by supports: the witness's value and those of pooled records within
+        this state are feasible; then ask for a record with `vid` among the values not yet
         supported, take its value, repeat; one refutation covers every value left. Why: a
         complete backend pays per call, and most of a walk's cost is refuting values one by one
-        (#feasible + 1 calls here instead of #values)."""
+        (#feasible + 1 calls here instead of #values, fewer where earlier records support some).
+        Each record found is pooled, so the state after deciding one of its values follows it
+        without a search of its own."""
         todo = set(dvalues(d))
-        out = []
+        out = set()
+        for r in [self.witness, *self.problem.pool.within(self.D, vid)]:
+            if r[vid] in todo:
+                out.add(r[vid])
+                todo.discard(r[vid])
         while todo:
             st = self.narrow(vid, frozenset(todo))
             if st is None:
                 break
             k = st.witness[vid]
-            out.append(k)
+            out.add(k)
             todo.discard(k)
-            # the state after deciding k follows st's witness (no search of its own)
-            if (vid, frozenset([k])) not in self._memo:
-                self._memo[(vid, frozenset([k]))] = st.narrow(vid, frozenset([k]))
         return sorted(out)
 
     def value_bounds(self, vid: int) -> tuple[int, int]:

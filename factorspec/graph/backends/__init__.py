@@ -52,7 +52,7 @@ def _is_trip(p: object) -> bool:
     return any(type(g).__name__ == "DistinctSequence" for g in getattr(p, "globals", ()))
 
 
-def solve_portfolio(s: _Search, D: list, propagated: bool = False) -> Optional[list]:
+def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optional[list] = None) -> Optional[list]:
     """One solution extending D (internal values), or None; exact. BudgetExceeded when the
     question's budget ends first (a CP-SAT UNKNOWN is that, never a guess). `propagated`: the
     caller has just propagated D (its first propagation is not repeated: a full pass over every
@@ -62,7 +62,8 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False) -> Optional[l
     nodes), then CP-SAT. Once the own search has missed its small budget `AUTO_GIVE_UP` times on
     this problem while CP-SAT answered, later questions go to CP-SAT directly. Where the problem
     has the propagator the own search is built around (a trip's `DistinctSequence`), auto is the
-    own search (measured faster there on every size); `cpsat` still runs CP-SAT first."""
+    own search (measured faster there on every size); `cpsat` still runs CP-SAT first. `hint`: a
+    record near the one sought (the asking state's witness), CP-SAT's solution hint."""
     from factorspec.graph import solver as S
     from factorspec.graph.backends import cpsat
 
@@ -99,7 +100,7 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False) -> Optional[l
     left = s.deadline - time.monotonic()
     if left <= 0:
         raise BudgetExceeded("seconds", s.budget.seconds, round(s.budget.seconds - left, 3))
-    found, sol = model.solve(D, left, s.budget.seconds)
+    found, sol = model.solve(D, left, s.budget.seconds, hint=hint)
     if not found:
         return None  # INFEASIBLE of a relaxation: no record extends D
     if sol is not None and cpsat.holds(p, sol):

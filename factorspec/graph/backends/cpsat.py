@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from factorspec.errors import BudgetExceeded
 from factorspec.graph import expr as E
-from factorspec.graph.domain import dmax, dmin, dsize
+from factorspec.graph import symmetry
+from factorspec.graph.domain import dcontains, dmax, dmin, dsize
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.linear import LinSum
 from factorspec.graph.globals.no_overlap import NoOverlap
@@ -44,6 +45,17 @@ KEEP_ALL = True
 # one run side by side: CPU p50 62 / 72 ms with, 40 / 39 ms without; CP-SAT finds the pairwise
 # disjunctions on its own)
 NO_OVERLAP = False  # a reified membership table larger than this is relaxed away
+# the first, light try of a feasibility question (Model.solve): CP-SAT's search alone. Measured
+# (thread CPU per solve, the CP-SAT questions of one seeded walk per generality kind, replayed;
+# load 3): round robin 6 teams p50 108 -> 8 ms, meetings 28 -> 4, seating 25 -> 7, exams 23 -> 5,
+# latin 23 -> 3; none of those questions needed the full solver after it
+LIGHT: dict[str, Any] = {"cp_model_presolve": False, "cp_model_probing_level": 0, "symmetry_level": 0,
+                         "linearization_level": 0, "use_sat_inprocessing": False}
+LIGHT_DTIME = 0.05  # deterministic seconds (reproducible under load, unlike wall-clock)
+# a feasibility question the light try leaves open gets the verified symmetry breaking of
+# graph/symmetry.py (packing 13 items in 3 bags, 10 packed: UNKNOWN after 30 s without, INFEASIBLE
+# in 0.12 s CPU with the positions in order)
+SYMMETRY = True
 _AVAILABLE: Optional[bool] = None
 
 
@@ -364,6 +376,8 @@ class _Builder:
             return a
         if c is False:
             return b
+        if not a[0] and not b[0]:  # constant branches (a count's 1 / 0): b + (a - b) * c, exactly
+            return _add(b, _scale(self._lit_lin(c), a[1] - b[1]))
         u, s = self._value_var([a, b], False)
         self.m.add(u == self._expr(a, s)).only_enforce_if(c)
         self.m.add(u == self._expr(b, s)).only_enforce_if(~c)
@@ -377,12 +391,39 @@ class _Builder:
         if not cases:
             raise Unsupported("a lookup with no key in its table")
         s = _lcm_den(v for _lit, v in cases)
+        cover = self._covering(cases) if complete else None
+        if cover is not None:
+            x, klo, vals = cover
+            ints = [int(Fraction(v) * s) for v in vals]
+            step = ints[1] - ints[0] if len(ints) > 1 else 0
+            if all(w == ints[0] + step * j for j, w in enumerate(ints)):
+                # an affine table (a rank, an identity): the key's own variable, no auxiliary
+                return {x.index: Fraction(step, s)}, Fraction(ints[0] - step * klo, s)
+            u = self._new(min(ints), max(ints))
+            self.m.add_element(x - klo if klo else x, ints, u)
+            return self._var_lin(u, s)
         lo, hi = min(v for _l, v in cases), max(v for _l, v in cases)
         u = self._new(math.floor(lo * s), math.ceil(hi * s))
         if not complete:
             self.exact = False
         self._cases(u, [(lit, {}, Fraction(v)) for lit, v in cases], s, complete, n)
         return self._var_lin(u, s)
+
+    def _covering(self, cases: list[tuple[Any, Any]]) -> Optional[tuple[Any, int, list]]:
+        """(x, lo, the value at each k of lo..hi) when the cases are `x == k` for exactly the
+        values lo..hi of x's bounds, one variable x (the table is then a function of x: an
+        element constraint, not one reified case per key)."""
+        specs = [c for c, _v in cases]
+        if not all(isinstance(c, tuple) for c in specs):
+            return None
+        x = specs[0][1]
+        if isinstance(x, int) or any(c[1] is not x for c in specs):
+            return None
+        lo, hi = self.bounds[x.index]
+        by_k = {c[2]: v for c, v in cases}
+        if len(by_k) != len(cases) or set(by_k) != set(range(lo, hi + 1)):
+            return None
+        return x, lo, [by_k[k] for k in range(lo, hi + 1)]
 
     def _lookup_cases(self, n: E.Lookup) -> tuple[list[tuple[Any, Any]], bool]:
         """(literal 'the key is this table key', the table's value) per reachable key, and whether
@@ -495,6 +536,13 @@ class _Builder:
             raise Unsupported("min/max of no item")
         sure = any(g is None or g is True for g, _x in items)
         u, s = self._value_var([x for _g, x in items], not sure)
+        if all(g is None or g is True for g, _x in items):  # every item present: CP-SAT's own min/max
+            es = [self._expr(x, s) for _g, x in items]
+            if n.is_max:
+                self.m.add_max_equality(u, es)
+            else:
+                self.m.add_min_equality(u, es)
+            return self._var_lin(u, s)
         sels = []
         for g, x in items:
             e = self._expr(x, s)
@@ -543,6 +591,15 @@ class _Builder:
                 raise Unsupported("a lookup with no key in its table")
             vals = [v for _l, v in cases]
             codes = [self.code(v) for v in vals]
+            cover = self._covering(cases) if complete else None
+            if cover is not None:
+                x, klo, kvals = cover
+                kcodes = [self.code(v) for v in kvals]
+                if kcodes == list(range(klo, klo + len(kcodes))):
+                    return x, list(dict.fromkeys(vals))  # the key's codes are the values' codes
+                u = self._new(min(kcodes), max(kcodes))
+                self.m.add_element(x - klo if klo else x, kcodes, u)
+                return u, list(dict.fromkeys(vals))
             u = self._new(min(codes), max(codes))
             if not complete:
                 self.exact = False
@@ -682,6 +739,25 @@ class _Builder:
             return "num", int(d[1] * s), 0
         return "num", self._expr(d, s), 0
 
+    def _var_eq(self, a: E.Node, b: E.Node) -> Optional[Lit]:
+        """a == b as the literal `x == k` of `_eq_lit` when it says that one variable x takes
+        one value k (a count's `home == p`), else None."""
+        if a.kind == "sym" or b.kind == "sym":
+            ca, cb = self.sym(a)[0], self.sym(b)[0]
+            if isinstance(ca, int) and not isinstance(cb, int):
+                ca, cb = cb, ca
+            if isinstance(cb, int) and not isinstance(ca, int) and ca.index >= 0:
+                return self._eq_lit(("eq", ca, cb))
+            return None
+        vs, c = _add(self.num(a), _scale(self.num(b), Fraction(-1)))
+        if len(vs) != 1:
+            return None
+        (i, k), = vs.items()
+        val = -c / k  # k * x + c == 0
+        if val.denominator != 1:
+            return False
+        return self._eq_lit(("eq", self.cvars[i], int(val)))
+
     def _cmp(self, n: E.Cmp, enforce: Optional[bool]) -> Lit:
         """Cmp as a literal; with `enforce` set, posted as a hard constraint (True) instead."""
         op = n.op
@@ -690,6 +766,10 @@ class _Builder:
             raise Unsupported("an order comparison of symbolic values")
         if isinstance(x, int) and isinstance(y, int):
             return bool({"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op])
+        if not enforce and op in ("==", "!="):
+            eq = self._var_eq(n.a, n.b)
+            if eq is not None:  # the shared literal `x == k` (one per variable and value)
+                return eq if op == "==" else (not eq if isinstance(eq, bool) else ~eq)
         pos, neg = _rel(op, x, y)
         if enforce:
             self.m.add(pos)
@@ -930,10 +1010,19 @@ class Model:
         self.n_vars = len(p.vars)
 
     def solve(self, D: list, seconds: float, budget_seconds: float,
-              objective: Optional[tuple[int, bool]] = None) -> tuple[bool, Optional[list]]:
+              objective: Optional[tuple[int, bool]] = None,
+              hint: Optional[list] = None) -> tuple[bool, Optional[list]]:
         """(True, a solution of the relaxation) or (False, None) when INFEASIBLE; BudgetExceeded
         when CP-SAT stops at the time limit undecided. `objective` (var id, maximise?): the
-        solution is an optimum of that variable over the relaxation (proven, else BudgetExceeded)."""
+        solution is an optimum of that variable over the relaxation (proven, else BudgetExceeded).
+        `hint`: a record close to the one sought (the asking state's witness), given to CP-SAT as
+        its solution hint where it lies within D.
+
+        A feasibility question runs twice at most: first `LIGHT` (no presolve, probing, symmetry
+        or LP: along a walk most questions are a small repair of a known record, which CP-SAT's
+        search finds in a few milliseconds while its presolve alone costs tens), within
+        `LIGHT_DTIME` deterministic seconds; only when that stops undecided, the full solver
+        with what is left of the time. Both answers are CP-SAT's proofs on the same model."""
         cp = self.builder.cp
         t0 = time.monotonic()
         m = self.builder.m.clone()
@@ -951,20 +1040,47 @@ class Model:
                 var.domain.extend([d[0], d[1]])
             if dsize(d) == 0:
                 return False, None
+        if hint is not None:
+            xs = self.builder.xs
+            for i in range(self.n_vars):
+                if dcontains(D[i], hint[i]):
+                    m.add_hint(xs[i], hint[i])
         if objective is not None:
             x = m.get_int_var_from_proto_index(objective[0])
             if objective[1]:
                 m.maximize(x)
             else:
                 m.minimize(x)
-        s = cp.CpSolver()
+        else:
+            if LIGHT:
+                st, s = self._run(m, LIGHT, seconds - (time.monotonic() - t0), objective, LIGHT_DTIME)
+                if st != cp.UNKNOWN:
+                    return self._answer(st, s, objective, budget_seconds, t0)
+            if SYMMETRY:  # a hard question: interchangeable items in order (graph/symmetry.py)
+                for chain in symmetry.chains(self.builder.p, D):
+                    for a, b in zip(chain, chain[1:]):
+                        m.add(m.get_int_var_from_proto_index(a) <= m.get_int_var_from_proto_index(b))
+        st, s = self._run(m, {}, seconds - (time.monotonic() - t0), objective)
+        return self._answer(st, s, objective, budget_seconds, t0)
+
+    def _run(self, m: Any, params: dict[str, Any], seconds: float, objective: Optional[tuple[int, bool]],
+             dtime: Optional[float] = None) -> tuple[Any, Any]:
+        s = self.builder.cp.CpSolver()
         s.parameters.num_workers = 1  # the machine's cores are shared; one question, one core
         # no dual reductions in presolve: with them, 9.15 proves a wrong optimum on a tiny model
         # (min x1 s.t. x0 + x1 + 2 x2 + 2 x3 <= 4, x0 != x1 over -2..4 gives -1, not -2; the
         # brute-force tests meet it), and exactness is this backend's contract
         s.parameters.keep_all_feasible_solutions_in_presolve = KEEP_ALL or objective is not None
-        s.parameters.max_time_in_seconds = max(0.001, seconds - (time.monotonic() - t0))
-        st = s.solve(m)
+        s.parameters.max_time_in_seconds = max(0.001, seconds)
+        if dtime is not None:
+            s.parameters.max_deterministic_time = dtime
+        for k, v in params.items():
+            setattr(s.parameters, k, v)
+        return s.solve(m), s
+
+    def _answer(self, st: Any, s: Any, objective: Optional[tuple[int, bool]], budget_seconds: float,
+                t0: float) -> tuple[bool, Optional[list]]:
+        cp = self.builder.cp
         if st == cp.INFEASIBLE:
             return False, None
         if st == cp.OPTIMAL or (st == cp.FEASIBLE and objective is None):

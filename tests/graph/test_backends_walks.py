@@ -1,0 +1,109 @@
+"""Decoding walks answer the same with every backend, and each speed device keeps answers exact:
+feasible values along walks of the small generality kinds (round robin, packing, ...) equal brute
+force's with backend own, cpsat and auto; with CP-SAT's light try cut to nothing (every question
+then goes to the full solver, with symmetry breaking); with the symmetry breaking off. The record
+pool (graph/record_pool.py) hands out only records within the asked domains."""
+from __future__ import annotations
+
+import pickle
+import random
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ortools")
+
+from benchmarks.generality import KINDS  # noqa: E402
+from factorspec.graph import compile_spec  # noqa: E402
+from factorspec.graph.backends import cpsat  # noqa: E402
+from factorspec.graph.record_pool import RecordPool  # noqa: E402
+from factorspec.graph.solver import Budget  # noqa: E402
+
+from .test_generality import WILD, _brute, _order  # noqa: E402
+
+WALKED = ("round_robin", "packing", "latin", "shift_roster", "meetings", "seating")
+
+
+def _walks(name: str, backend: str, walks: int = 2) -> None:
+    """Random walks (seeded) whose every question's answer must equal brute force's."""
+    kind, _cs, _valid, projs = _brute(name)
+    cs = compile_spec(kind.doc, budget=Budget(seconds=60, backend=backend))
+    order = _order(cs)
+    rng = random.Random(f"{name}-{backend}")
+    for _walk in range(walks):
+        st: Any = cs.root()
+        prefix: list[int] = []
+        for k, var in enumerate(order):
+            live = [p for p in projs if all(a == WILD or a == b for a, b in zip(p, prefix))]
+            want: set = set()
+            for p in live:
+                want |= set(range(var.lo, var.hi + 1)) if p[k] == WILD else {p[k]}
+            got = st.feasible_values(var.id)
+            assert set(got) == want, f"{name}/{backend}: {var.name} after {prefix}: {sorted(got)} != {sorted(want)}"
+            value = rng.choice(got)
+            st = st.assign(var.id, value)
+            assert st is not None
+            prefix.append(value)
+
+
+@pytest.mark.parametrize("backend", ["own", "cpsat", "auto"])
+@pytest.mark.parametrize("name", WALKED)
+def test_walks_match_brute_force_with_every_backend(name: str, backend: str) -> None:
+    _walks(name, backend)
+
+
+@pytest.mark.parametrize("name", ["round_robin", "packing", "seating"])
+def test_full_solver_and_symmetry_breaking_keep_answers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every CP-SAT question past the light try (cut to nothing here), so each goes through the
+    symmetry breaking and the full solver; then with the symmetry breaking off."""
+    monkeypatch.setattr(cpsat, "LIGHT_DTIME", 1e-9)
+    _walks(name, "cpsat", walks=1)
+    monkeypatch.setattr(cpsat, "SYMMETRY", False)
+    _walks(name, "cpsat", walks=1)
+
+
+def test_round_robin_model_is_exact() -> None:
+    """min/max of team names (a rank read back through a table) has a translation: no factor
+    is relaxed away, so CP-SAT's answers need no fallback to the own search."""
+    for large in (False, True):
+        cs = compile_spec(KINDS["round_robin"](large).doc, budget=Budget(backend="cpsat"))
+        m = cpsat.model_of(cs.problem)
+        assert m is not None and m.exact and m.dropped == []
+
+
+def test_pool_hands_out_records_within_the_domains() -> None:
+    pool = RecordPool(size=3)
+    for r in ([0, 1, 2], [1, 1, 2], [2, 0, 0], [0, 0, 0]):
+        pool.add(r)
+    assert len(pool) == 3  # bounded: [0, 1, 2] is gone
+    D = [frozenset([0, 1, 2]), frozenset([1]), (0, 5)]
+    assert pool.find(D) == [1, 1, 2]
+    assert pool.find([frozenset([0]), (0, 9), (0, 9)]) == [0, 0, 0]
+    assert pool.find([frozenset([0]), frozenset([1]), (0, 9)]) is None
+    assert list(pool.within([(0, 9)] * 3, first=0)) == [(0, 0, 0), (2, 0, 0), (1, 1, 2)]
+
+
+def test_pooled_record_decides_the_next_state_without_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    kind = KINDS["round_robin"](False)
+    cs = compile_spec(kind.doc, budget=Budget(backend="cpsat"))
+    calls = []
+    solve = cpsat.Model.solve
+
+    def counted(self: Any, *a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return solve(self, *a, **k)
+
+    monkeypatch.setattr(cpsat.Model, "solve", counted)
+    st = cs.root()
+    v = _order(cs)[0]
+    vals = st.feasible_values(v.id)
+    assert len(vals) > 1 and calls
+    before, hits = len(calls), cs.problem.stats.pool_hits
+    for k in vals:
+        nxt = st.assign(v.id, k)
+        assert nxt is not None and nxt.witness[v.id] == k
+        assert cs.check(cs.record_from_assignment(nxt.witness)) == []
+    assert len(calls) == before  # every value's record came from the witness or the pool
+    assert cs.problem.stats.pool_hits > hits  # (a value whose narrowing was asked already is memoised)
+    # a compiled problem travels without its records
+    assert len(pickle.loads(pickle.dumps(cs.problem)).pool) == 0
