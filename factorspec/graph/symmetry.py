@@ -132,7 +132,14 @@ class _Canon:
             v = n.var.id  # type: ignore[attr-defined]
             return ("v", self.ren.get(v, v))
         if t is E.Cmp:
-            return ("cmp", n.op, self.form(n.a), self.form(n.b))  # type: ignore[attr-defined]
+            # `ev` reads both operands whatever their order: == and != are symmetric, and
+            # a > b is b < a (one spelling per comparison, so that swapped items compare equal)
+            op, a, b = n.op, self.form(n.a), self.form(n.b)  # type: ignore[attr-defined]
+            if op in (">", ">="):
+                op, a, b = ("<" if op == ">" else "<="), b, a
+            elif op in ("==", "!=") and repr(b) < repr(a):
+                a, b = b, a
+            return ("cmp", op, a, b)
         if t is E.Arith:
             return ("arith", n.op, self.form(n.a), self.form(n.b))  # type: ignore[attr-defined]
         if t is E.Unary:
