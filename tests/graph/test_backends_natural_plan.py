@@ -75,3 +75,17 @@ def test_uniform_walks_reach_other_plans(problems: dict, vocab_of) -> None:
     p = problems["trip_planning_example_1450"]
     recs = {json.dumps(_decode(p, vocab, "auto", s)["record"], sort_keys=True) for s in range(1, 9)}
     assert len(recs) > 1
+
+
+def test_auto_takes_the_own_search_on_trips_only(problems: dict) -> None:
+    """`auto` sends a trip (a DistinctSequence with flights or a day chain) to the own search, and
+    a bare DistinctSequence (an invoice's distinct items) to CP-SAT, which answers those faster
+    (microbench/results/solver_backends.md, invoice rows)."""
+    from factorspec.graph.backends import _is_trip
+    from microbench.solver_families import invoice_spec
+
+    for pid, prob in problems.items():
+        assert _is_trip(compile_spec(to_spec(prob)).problem), pid
+    invoice = compile_spec(invoice_spec(4)).problem
+    assert any(type(g).__name__ == "DistinctSequence" for g in invoice.globals)
+    assert not _is_trip(invoice)

@@ -48,8 +48,12 @@ def check_backend(name: str) -> str:
 
 
 def _is_trip(p: object) -> bool:
-    """Whether the problem has the trip propagator the own search is built around."""
-    return any(type(g).__name__ == "DistinctSequence" for g in getattr(p, "globals", ()))
+    """Whether the problem has the trip propagator the own search is built around: a
+    `DistinctSequence` with a transition table or a time chain. A bare one (distinct values and
+    nothing else, e.g. an invoice's distinct items) is not a trip: CP-SAT answers those faster."""
+    return any(type(g).__name__ == "DistinctSequence"
+               and (getattr(g, "succ", None) is not None or getattr(g, "chain", None) is not None)
+               for g in getattr(p, "globals", ()))
 
 
 def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optional[list] = None) -> Optional[list]:
