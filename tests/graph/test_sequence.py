@@ -143,6 +143,10 @@ def test_chain_recognised_on_trip_spec() -> None:
     (seq,) = [g for g in cs.problem.globals if isinstance(g, DistinctSequence)]
     assert seq.chain is not None and len(seq.chain) == 4 and seq.succ is not None
     assert seq.h == [1, 2, 1]
+    # it propagates the all_different, the flight tables and the chain's equalities itself
+    names = {cs.problem.factors[fi].relation.name for fi in seq.covers}
+    assert seq.links == (True, True) and names == {"once", "edge", "stay", "fly"}
+    assert cs.problem.silent >= seq.covers
     assert cs.solve()["itinerary"][1]["city"] == "B"
 
 

@@ -73,7 +73,7 @@ class DistinctSequence(Node):
 
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
-                 "_tau_memo")
+                 "_tau_memo", "covers", "links", "_by_step", "_img_memo")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -98,6 +98,13 @@ class DistinctSequence(Node):
         self._fill_memo: dict = {}  # a short gap's fillings by its ends and the values' windows
         self.adj: Optional[list[int]] = None  # union of the transition tables (lazy)
         self._tau_memo: dict = {}  # (offset + base, a slot's domain) -> its bitset of tau (domains recur)
+        # factors whose propagation this node does in their place (set by the recogniser:
+        # sequence_recognition._cover), and which links it then propagates itself: (the
+        # consecutive-pair tables, the time chain's equalities)
+        self.covers: set[int] = set()
+        self.links = (False, False)
+        self._by_step: Optional[list[tuple[int, int]]] = None  # (step, mask of the values with it)
+        self._img_memo: dict = {}  # (transition, mask) -> (successors' union, predecessors' union)
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -172,9 +179,16 @@ class DistinctSequence(Node):
 
     def _narrow(self, D: Domains, C: Narrowing, dm: list[int]) -> bool:
         n = len(dm)
-        for _round in range(4):
+        # covering factors, the node must reach its own fixpoint: nothing else re-runs it after
+        # its own narrowing (the propagation queue does not wake a node by its own changes)
+        covering = self.links[0] or self.links[1]
+        last = FIXPOINT_ROUNDS - 1 if covering else 3
+        for _round in range(last + 1):
             before = list(dm)
+            taus_before = len(C.changed)
             if not _forward(dm):
+                return False
+            if covering and not self._links(D, C, dm):
                 return False
             union = 0
             for m in dm:
@@ -220,7 +234,7 @@ class DistinctSequence(Node):
                 return False
             if self.chain is not None and not self._time(D, C, dm, k):
                 return False
-            if dm == before or _round == 3:
+            if (dm == before and len(C.changed) == taus_before) or _round == last:
                 # the gap split (the costliest rule) once the cheaper ones are settled
                 if perm and self.chain is not None:
                     if not _forward(dm):  # the gap rule reads the open values: none may be fixed elsewhere
@@ -228,10 +242,125 @@ class DistinctSequence(Node):
                     settled = list(dm)
                     if not self._gaps(D, dm, k):
                         return False
-                    if dm != settled and _round < 3:
+                    if dm != settled and _round < last:
                         continue
                 return True
         return True
+
+    def _links(self, D: Domains, C: Narrowing, dm: list[int]) -> bool:
+        """What the covered factors would do, to a fixpoint of these links: arc consistency of
+        each consecutive pair with its table (`succ`), and domain consistency of the time chain
+        (every member of a class of tau_j agrees with the others, and tau_{j+1} = tau_j + h(x_j)
+        by bitset shifts, values grouped by their step). Forward then backward sweeps until
+        nothing changes (the two kinds of links form cycles, so one sweep is not enough)."""
+        n = len(dm)
+        tables, chain = self.links
+        taus: list[int] = []
+        steps = 0
+        by_step: list[tuple[int, int]] = []
+        if chain:
+            assert self.chain is not None
+            steps = len(self.chain) - 1
+            for j in range(steps + 1):
+                t = self._tau(D, j)
+                if t is None:
+                    chain = False  # an interval slot (not when covering: checked all the same)
+                    break
+                taus.append(t)
+            if chain:
+                by_step = self._steps_of()
+                stepped = 0
+                for _, m in by_step:
+                    stepped |= m
+                for j in range(steps):  # a value without a step cannot sit on the chain
+                    dm[j] &= stepped
+                    if not dm[j]:
+                        return False
+        orig = list(taus)
+        succ, pred = self.succ, self.pred
+        memo = self._img_memo
+        if len(memo) > 50_000:
+            memo.clear()
+        for _sweep in range(2 * n + 4):
+            before = list(dm)
+            tb = list(taus)
+            for j in range(n - 1):  # forward
+                if tables:
+                    assert succ is not None
+                    key = (j, dm[j])
+                    img = memo.get(key)
+                    if img is None:
+                        img = 0
+                        s = succ[j]
+                        for v in _bits(dm[j]):
+                            img |= s[v]
+                        memo[key] = img
+                    m = dm[j + 1] & img
+                    if not m:
+                        return False
+                    dm[j + 1] = m
+                if chain and j < steps:
+                    reach, t, m = 0, taus[j], dm[j]
+                    for hv, hm in by_step:
+                        if m & hm:
+                            reach |= t << hv
+                    t1 = taus[j + 1] & reach
+                    if not t1:
+                        return False
+                    taus[j + 1] = t1
+            if chain and steps == n:
+                reach, t, m = 0, taus[n - 1], dm[n - 1]
+                for hv, hm in by_step:
+                    if m & hm:
+                        reach |= t << hv
+                taus[n] &= reach
+                if not taus[n]:
+                    return False
+            for j in range(n - 1, -1, -1):  # backward
+                if chain and j < steps:
+                    t, t1, m = taus[j], taus[j + 1], dm[j]
+                    back, keep = 0, 0
+                    for hv, hm in by_step:
+                        if m & hm and (t << hv) & t1:
+                            back |= t1 >> hv
+                            keep |= hm
+                    t &= back
+                    m &= keep
+                    if not t or not m:
+                        return False
+                    taus[j], dm[j] = t, m
+                if tables and j > 0:
+                    assert pred is not None
+                    key = (~j, dm[j])
+                    img = memo.get(key)
+                    if img is None:
+                        img = 0
+                        p = pred[j - 1]
+                        for v in _bits(dm[j]):
+                            img |= p[v]
+                        memo[key] = img
+                    m = dm[j - 1] & img
+                    if not m:
+                        return False
+                    dm[j - 1] = m
+            if dm == before and taus == tb:
+                break
+        for j, t in enumerate(taus):
+            if t != orig[j] and not self._set_tau(C, j, t):
+                return False
+        return True
+
+    def _steps_of(self) -> list[tuple[int, int]]:
+        """(step, mask of the values with that step), for the values that have one."""
+        got = self._by_step
+        if got is None:
+            assert self.h is not None
+            masks: dict[int, int] = {}
+            for v, hv in enumerate(self.h):
+                if hv is not None:
+                    masks[hv] = masks.get(hv, 0) | (1 << v)
+            got = self._by_step = sorted(masks.items())
+        return got
 
     def _path(self, dm: list[int], k: int) -> bool:
         """Hamiltonian-path rules over the open suffix k..n-1 (a permutation of its values)."""
@@ -641,6 +770,7 @@ def _forward(dm: list[int]) -> bool:
                 dm[j] = m
 
 
+FIXPOINT_ROUNDS = 64  # rounds of the rules per run when the node covers factors (a fixpoint in practice)
 SHORT_GAP = 12  # gaps up to this long have their fillings enumerated as paths
 FILL_STEPS = 3_000  # path steps per gap; past it the gap counts as long
 COVER_STEPS = 20_000  # choices of short-gap sets per question; past it: no narrowing
