@@ -22,6 +22,11 @@ _FLIP = {"<": ">", "<=": ">=", "==": "==", ">=": "<=", ">": "<"}
 
 def recognise(vars: list[Var], factors: list[Factor]) -> list[Node]:
     """One `CaseBounds` per enum slot with at least two qualifying factors."""
+    return list(case_nodes(vars, factors))
+
+
+def case_nodes(vars: list[Var], factors: list[Factor]) -> list[CaseBounds]:
+    """`recognise`, typed (the sequence probe reads the nodes' slots and covers)."""
     groups: dict[int, tuple[dict[int, dict[int, tuple[Any, Any]]], set[int]]] = {}
     for fi, f in enumerate(factors):
         got = _case(f.node, vars)

@@ -73,7 +73,7 @@ class DistinctSequence(Node):
 
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
-                 "_tau_memo", "covers", "links", "_by_step", "_img_memo")
+                 "_tau_memo", "covers", "links", "_by_step", "_img_memo", "_sum_memo")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -104,7 +104,8 @@ class DistinctSequence(Node):
         self.covers: set[int] = set()
         self.links = (False, False)
         self._by_step: Optional[list[tuple[int, int]]] = None  # (step, mask of the values with it)
-        self._img_memo: dict = {}  # (transition, mask) -> (successors' union, predecessors' union)
+        self._img_memo: dict = {}  # (transition or ~transition, mask) -> successors' / predecessors' union
+        self._sum_memo: dict = {}  # (positions, open values per step) -> the time rule's sums
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -258,6 +259,8 @@ class DistinctSequence(Node):
         taus: list[int] = []
         steps = 0
         by_step: list[tuple[int, int]] = []
+        W: list[list[int]] = []
+        h: list[Optional[int]] = []
         if chain:
             assert self.chain is not None
             steps = len(self.chain) - 1
@@ -268,6 +271,9 @@ class DistinctSequence(Node):
                     break
                 taus.append(t)
             if chain:
+                self._ensure_windows(D)
+                assert self.windows is not None and self.h is not None
+                W, h = self.windows, self.h
                 by_step = self._steps_of()
                 stepped = 0
                 for _, m in by_step:
@@ -282,8 +288,6 @@ class DistinctSequence(Node):
         if len(memo) > 50_000:
             memo.clear()
         for _sweep in range(2 * n + 4):
-            before = list(dm)
-            tb = list(taus)
             for j in range(n - 1):  # forward
                 if tables:
                     assert succ is not None
@@ -316,19 +320,27 @@ class DistinctSequence(Node):
                 taus[n] &= reach
                 if not taus[n]:
                     return False
+            # the backward sweep reads what the forward one left: where it changes nothing, a
+            # forward sweep would find what it found (its inputs are the same): a fixpoint
+            before = list(dm)
+            tb = list(taus)
             for j in range(n - 1, -1, -1):  # backward
                 if chain and j < steps:
+                    # v stays at j iff some start in tau_j and in its window (the probe's)
+                    # ends in tau_{j+1}; tau_j keeps the starts some value has so
                     t, t1, m = taus[j], taus[j + 1], dm[j]
-                    back, keep = 0, 0
-                    for hv, hm in by_step:
-                        if m & hm and (t << hv) & t1:
-                            back |= t1 >> hv
-                            keep |= hm
-                    t &= back
-                    m &= keep
-                    if not t or not m:
+                    wj, back, keep = W[j], 0, 0
+                    for v in _bits(m):
+                        hs = h[v]
+                        if hs is None:
+                            continue
+                        w = wj[v] & t & (t1 >> hs)
+                        if w:
+                            back |= w
+                            keep |= 1 << v
+                    if not back:
                         return False
-                    taus[j], dm[j] = t, m
+                    taus[j], dm[j] = back, keep
                 if tables and j > 0:
                     assert pred is not None
                     key = (~j, dm[j])
@@ -430,16 +442,24 @@ class DistinctSequence(Node):
             items |= dm[j]
         h = self.h
         maxm = steps - k
-        R = [0] * (maxm + 1)
-        R[0] = 1
-        cnt = 0
-        for v in _bits(items):
-            w = h[v]
-            if w is None:
-                continue
-            cnt += 1
-            for m in range(min(cnt, maxm), 0, -1):
-                R[m] |= R[m - 1] << w
+        # the sums depend on the open values only through how many have each step: kept by
+        # those counts (the rounds of one run, and the nodes of one search, repeat them)
+        key = (maxm, tuple(bin(items & hm).count("1") for _, hm in self._steps_of()))
+        R = self._sum_memo.get(key)
+        if R is None:
+            R = [0] * (maxm + 1)
+            R[0] = 1
+            cnt = 0
+            for v in _bits(items):
+                w = h[v]
+                if w is None:
+                    continue
+                cnt += 1
+                for m in range(min(cnt, maxm), 0, -1):
+                    R[m] |= R[m - 1] << w
+            if len(self._sum_memo) > 10_000:
+                self._sum_memo.clear()
+            self._sum_memo[key] = R
         tks = _bits(tk) if tk & (tk - 1) else None
         W = self.windows
         assert W is not None
@@ -772,7 +792,8 @@ def _forward(dm: list[int]) -> bool:
 
 FIXPOINT_ROUNDS = 64  # rounds of the rules per run when the node covers factors (a fixpoint in practice)
 SHORT_GAP = 12  # gaps up to this long have their fillings enumerated as paths
-FILL_STEPS = 3_000  # path steps per gap; past it the gap counts as long
+FILL_STEPS = 400  # path steps per gap; past it the gap counts as long (at 30 and 50 cities, the
+# gaps that pass 400 pass 3,000 too: same search nodes, a third of the enumeration time)
 COVER_STEPS = 20_000  # choices of short-gap sets per question; past it: no narrowing
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from factorspec.graph.domain import EXPLICIT_LIMIT, Domains, Narrowing, dom_range
 from factorspec.graph.expr import Cmp, F, Member, Node, T, Var, VarRef, as_bool
+from factorspec.graph.globals import case_bounds_recognition
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.linear import Offsets, add, as_int, linear_form, scale
 from factorspec.graph.globals.sequence import DistinctSequence
@@ -219,7 +220,20 @@ def _probe(vars: list[Var], factors: list[Factor], xs: list[int], vals: Any, seq
     # most the positions whose slot it reads)
     at = {x: j for j, x in enumerate(xs)}
     by_pos: list[list[Node]] = [[] for _ in xs]
-    for f in factors:
+    # a position's `x == c implies (bounds)` factors as one CaseBounds node (the same fixpoint:
+    # with x_j fixed, the node narrows by exactly the bounds those factors impose), where the
+    # node is local to the position: a trip's events cost one revision per round, not one each
+    cases = {g.x: g for g in case_bounds_recognition.case_nodes(vars, factors)}
+    local_cases: dict[int, Node] = {}
+    covered: set[int] = set()
+    for p, x in enumerate(xs):
+        g = cases.get(x)
+        if g is not None and p < steps and g.vars <= {x} | {v for v, _ in seq.chain[p] + seq.chain[p + 1]}:
+            local_cases[p] = g
+            covered |= g.covers
+    for fi, f in enumerate(factors):
+        if fi in covered:
+            continue
         for x in f.node.vars:
             j = at.get(x)
             if j is not None and j < steps:
@@ -230,6 +244,8 @@ def _probe(vars: list[Var], factors: list[Factor], xs: list[int], vals: Any, seq
             continue
         local_vars = {xs[j]} | {v for v, _ in seq.chain[j]} | {v for v, _ in seq.chain[j + 1]}
         local = [nd for nd in by_pos[j] if nd.vars <= local_vars]
+        if j in local_cases:
+            local.append(local_cases[j])
         row = []
         for v in range(nv):
             D = list(D0)
