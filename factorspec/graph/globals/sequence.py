@@ -119,8 +119,13 @@ class DistinctSequence(Node):
         return 1  # implied by the factors it was recognised from; they decide exactly
 
     # -- time helpers ---------------------------------------------------------------------------
-    def _tau(self, D: Domains, j: int) -> Optional[int]:
-        """Bitset of tau_j's possible values (bit t - base), or None when a slot is an interval."""
+    def _tau(self, D: Domains, j: int, tc: Optional[dict] = None) -> Optional[int]:
+        """Bitset of tau_j's possible values (bit t - base), or None when a slot is an interval.
+        `tc`: the bitsets one run has read (it changes them only through `_set_tau`)."""
+        if tc is not None:
+            got = tc.get(j)
+            if got is not None:
+                return got
         assert self.chain is not None  # the time rules run only with a chain
         out = -1
         memo = self._tau_memo
@@ -139,15 +144,19 @@ class DistinctSequence(Node):
                     memo.clear()
                 memo[(off + self.base, d)] = m
             out &= m
+        if tc is not None:
+            tc[j] = out
         return out
 
-    def _set_tau(self, C: Narrowing, j: int, allowed: int) -> bool:
+    def _set_tau(self, C: Narrowing, j: int, allowed: int, tc: Optional[dict] = None) -> bool:
         assert self.chain is not None
         for vid, off in self.chain[j]:
             d = C.D[vid]
             nd = frozenset(t for t in d if t - off - self.base >= 0 and allowed >> (t - off - self.base) & 1)
             if len(nd) != len(d) and not C.set(vid, nd):
                 return False
+        if tc is not None and j in tc:
+            tc[j] &= allowed  # each member keeps the times in `allowed`: so does their meet
         return True
 
     def _ensure_windows(self, D: Domains) -> None:
@@ -184,12 +193,13 @@ class DistinctSequence(Node):
         # its own narrowing (the propagation queue does not wake a node by its own changes)
         covering = self.links[0] or self.links[1]
         last = FIXPOINT_ROUNDS - 1 if covering else 3
+        tc: dict[int, int] = {}  # tau bitsets read in this run (kept current by _set_tau)
         for _round in range(last + 1):
             before = list(dm)
             taus_before = len(C.changed)
             if not _forward(dm):
                 return False
-            if covering and not self._links(D, C, dm):
+            if covering and not self._links(D, C, dm, tc):
                 return False
             union = 0
             for m in dm:
@@ -233,7 +243,7 @@ class DistinctSequence(Node):
                 return True
             if perm and self.succ is not None and not self._path(dm, k):
                 return False
-            if self.chain is not None and not self._time(D, C, dm, k):
+            if self.chain is not None and not self._time(D, C, dm, k, tc):
                 return False
             if (dm == before and len(C.changed) == taus_before) or _round == last:
                 # the gap split (the costliest rule) once the cheaper ones are settled
@@ -241,14 +251,14 @@ class DistinctSequence(Node):
                     if not _forward(dm):  # the gap rule reads the open values: none may be fixed elsewhere
                         return False
                     settled = list(dm)
-                    if not self._gaps(D, dm, k):
+                    if not self._gaps(D, dm, k, tc):
                         return False
                     if dm != settled and _round < last:
                         continue
                 return True
         return True
 
-    def _links(self, D: Domains, C: Narrowing, dm: list[int]) -> bool:
+    def _links(self, D: Domains, C: Narrowing, dm: list[int], tc: dict) -> bool:
         """What the covered factors would do, to a fixpoint of these links: arc consistency of
         each consecutive pair with its table (`succ`), and domain consistency of the time chain
         (every member of a class of tau_j agrees with the others, and tau_{j+1} = tau_j + h(x_j)
@@ -265,7 +275,7 @@ class DistinctSequence(Node):
             assert self.chain is not None
             steps = len(self.chain) - 1
             for j in range(steps + 1):
-                t = self._tau(D, j)
+                t = self._tau(D, j, tc)
                 if t is None:
                     chain = False  # an interval slot (not when covering: checked all the same)
                     break
@@ -358,7 +368,7 @@ class DistinctSequence(Node):
             if dm == before and taus == tb:
                 break
         for j, t in enumerate(taus):
-            if t != orig[j] and not self._set_tau(C, j, t):
+            if t != orig[j] and not self._set_tau(C, j, t, tc):
                 return False
         return True
 
@@ -424,7 +434,7 @@ class DistinctSequence(Node):
                 return False
         return True
 
-    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int) -> bool:
+    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int, tc: Optional[dict] = None) -> bool:
         """Knapsack bounds on tau_j (j > k) and window checks of the open values."""
         n = len(dm)
         assert self.chain is not None and self.h is not None
@@ -432,7 +442,7 @@ class DistinctSequence(Node):
         if k >= steps:
             return True
         self._ensure_windows(D)
-        tk = self._tau(D, k)
+        tk = self._tau(D, k, tc)
         if tk is None:
             return True
         if tk == 0:
@@ -474,13 +484,13 @@ class DistinctSequence(Node):
                     allowed = 0
                     for b in tks:
                         allowed |= r << b
-                cur = self._tau(D, j)
+                cur = self._tau(D, j, tc)
                 if cur is None:
                     continue
                 if cur & ~allowed:
                     if not cur & allowed:
                         return False
-                    if not self._set_tau(C, j, allowed):
+                    if not self._set_tau(C, j, allowed, tc):
                         return False
                 allowed &= cur
             if j < n:
@@ -496,7 +506,7 @@ class DistinctSequence(Node):
                     dm[j] = keep
         return True
 
-    def _gaps(self, D: Domains, dm: list[int], k: int) -> bool:
+    def _gaps(self, D: Domains, dm: list[int], k: int, tc: Optional[dict] = None) -> bool:
         """Gap partition: values whose start time is forced (one possible tau) cut the remaining
         timeline into gaps; the other open values must fill each gap exactly (their steps sum to
         its length), each in a gap where its window lets it start and end. With tables, a short
@@ -512,7 +522,7 @@ class DistinctSequence(Node):
         self._ensure_windows(D)
         taus = []
         for j in range(k, n + 1):
-            t = self._tau(D, j)
+            t = self._tau(D, j, tc)
             if t is None:
                 return True
             taus.append(t)
