@@ -150,9 +150,17 @@ class DistinctSequence(Node):
 
     def _set_tau(self, C: Narrowing, j: int, allowed: int, tc: Optional[dict] = None) -> bool:
         assert self.chain is not None
+        base = self.base
+        memo = self._tau_memo
         for vid, off in self.chain[j]:
             d = C.D[vid]
-            nd = frozenset(t for t in d if t - off - self.base >= 0 and allowed >> (t - off - self.base) & 1)
+            m = memo.get((off + base, d))
+            if m is not None:  # the member's bitset is known: nothing to do, or build from bits
+                if not m & ~allowed and len(d) == bin(m).count("1"):
+                    continue
+                nd = frozenset(b + off + base for b in _bits(m & allowed))
+            else:
+                nd = frozenset(t for t in d if t - off - base >= 0 and allowed >> (t - off - base) & 1)
             if len(nd) != len(d) and not C.set(vid, nd):
                 return False
         if tc is not None and j in tc:
@@ -194,12 +202,13 @@ class DistinctSequence(Node):
         covering = self.links[0] or self.links[1]
         last = FIXPOINT_ROUNDS - 1 if covering else 3
         tc: dict[int, int] = {}  # tau bitsets read in this run (kept current by _set_tau)
+        run: dict = {}  # what the last `_links` of this run left
         for _round in range(last + 1):
             before = list(dm)
             taus_before = len(C.changed)
             if not _forward(dm):
                 return False
-            if covering and not self._links(D, C, dm, tc):
+            if covering and not self._links(D, C, dm, tc, run):
                 return False
             union = 0
             for m in dm:
@@ -258,17 +267,18 @@ class DistinctSequence(Node):
                 return True
         return True
 
-    def _links(self, D: Domains, C: Narrowing, dm: list[int], tc: dict) -> bool:
+    def _links(self, D: Domains, C: Narrowing, dm: list[int], tc: dict, run: dict) -> bool:
         """What the covered factors would do, to a fixpoint of these links: arc consistency of
-        each consecutive pair with its table (`succ`), and domain consistency of the time chain
-        (every member of a class of tau_j agrees with the others, and tau_{j+1} = tau_j + h(x_j)
-        by bitset shifts, values grouped by their step). Forward then backward sweeps until
-        nothing changes (the two kinds of links form cycles, so one sweep is not enough)."""
+        each consecutive pair with its table (`succ`), and domain consistency of each step of
+        the time chain, tau_{j+1} = tau_j + h(x_j) with x_j starting inside its window (the
+        probe's), every class of tau_j one bitset (its members agree). Link j joins x_j, x_{j+1},
+        tau_j, tau_{j+1}; a worklist revises a link when one of those changed, so that the later
+        calls of one run (`run`: what the last call left) revise only around what the other
+        rules changed since."""
         n = len(dm)
         tables, chain = self.links
         taus: list[int] = []
         steps = 0
-        by_step: list[tuple[int, int]] = []
         W: list[list[int]] = []
         h: list[Optional[int]] = []
         if chain:
@@ -278,98 +288,95 @@ class DistinctSequence(Node):
                 t = self._tau(D, j, tc)
                 if t is None:
                     chain = False  # an interval slot (not when covering: checked all the same)
+                    taus = []
                     break
                 taus.append(t)
             if chain:
                 self._ensure_windows(D)
                 assert self.windows is not None and self.h is not None
                 W, h = self.windows, self.h
-                by_step = self._steps_of()
-                stepped = 0
-                for _, m in by_step:
-                    stepped |= m
-                for j in range(steps):  # a value without a step cannot sit on the chain
-                    dm[j] &= stepped
-                    if not dm[j]:
-                        return False
+        full = (1 << n) - 1
+        prev = run.get("dm")
+        if prev is None or run.get("chain") != chain:
+            pending = full
+        else:
+            pending = 0
+            for p in range(n):
+                if dm[p] != prev[p]:
+                    pending |= 3 << p >> 1  # links p - 1 and p
+            for p, t in enumerate(run["taus"]):
+                if taus[p] != t:
+                    pending |= 3 << p >> 1
+            pending &= full
         orig = list(taus)
         succ, pred = self.succ, self.pred
         memo = self._img_memo
         if len(memo) > 50_000:
             memo.clear()
-        for _sweep in range(2 * n + 4):
-            for j in range(n - 1):  # forward
-                if tables:
-                    assert succ is not None
-                    key = (j, dm[j])
-                    img = memo.get(key)
-                    if img is None:
-                        img = 0
-                        s = succ[j]
-                        for v in _bits(dm[j]):
-                            img |= s[v]
-                        memo[key] = img
-                    m = dm[j + 1] & img
-                    if not m:
-                        return False
-                    dm[j + 1] = m
-                if chain and j < steps:
-                    reach, t, m = 0, taus[j], dm[j]
-                    for hv, hm in by_step:
-                        if m & hm:
-                            reach |= t << hv
-                    t1 = taus[j + 1] & reach
-                    if not t1:
-                        return False
-                    taus[j + 1] = t1
-            if chain and steps == n:
-                reach, t, m = 0, taus[n - 1], dm[n - 1]
-                for hv, hm in by_step:
-                    if m & hm:
-                        reach |= t << hv
-                taus[n] &= reach
-                if not taus[n]:
+        while pending:
+            low = pending & -pending
+            pending ^= low
+            j = low.bit_length() - 1
+            x0, x1 = dm[j], dm[j + 1] if j + 1 < n else 0
+            if chain and j < steps:
+                # v stays at j iff some start in tau_j and in its window ends in tau_{j+1}
+                t, t1 = taus[j], taus[j + 1]
+                wj, back, keep, ahead = W[j], 0, 0, 0
+                for v in _bits(x0):
+                    hs = h[v]
+                    if hs is None:
+                        continue
+                    w = wj[v] & t & (t1 >> hs)
+                    if w:
+                        back |= w
+                        keep |= 1 << v
+                        ahead |= w << hs
+                if not back:
                     return False
-            # the backward sweep reads what the forward one left: where it changes nothing, a
-            # forward sweep would find what it found (its inputs are the same): a fixpoint
-            before = list(dm)
-            tb = list(taus)
-            for j in range(n - 1, -1, -1):  # backward
-                if chain and j < steps:
-                    # v stays at j iff some start in tau_j and in its window (the probe's)
-                    # ends in tau_{j+1}; tau_j keeps the starts some value has so
-                    t, t1, m = taus[j], taus[j + 1], dm[j]
-                    wj, back, keep = W[j], 0, 0
-                    for v in _bits(m):
-                        hs = h[v]
-                        if hs is None:
-                            continue
-                        w = wj[v] & t & (t1 >> hs)
-                        if w:
-                            back |= w
-                            keep |= 1 << v
-                    if not back:
-                        return False
-                    taus[j], dm[j] = back, keep
-                if tables and j > 0:
-                    assert pred is not None
-                    key = (~j, dm[j])
-                    img = memo.get(key)
-                    if img is None:
-                        img = 0
-                        p = pred[j - 1]
-                        for v in _bits(dm[j]):
-                            img |= p[v]
-                        memo[key] = img
-                    m = dm[j - 1] & img
-                    if not m:
-                        return False
-                    dm[j - 1] = m
-            if dm == before and taus == tb:
-                break
+                if back != t:
+                    taus[j] = back
+                    pending |= low >> 1
+                if ahead != t1:
+                    taus[j + 1] = ahead
+                    pending |= low << 1
+                dm[j] = keep
+            if tables and j + 1 < n:
+                assert succ is not None and pred is not None
+                key = (j, dm[j])
+                img = memo.get(key)
+                if img is None:
+                    img = 0
+                    sj = succ[j]
+                    for v in _bits(dm[j]):
+                        img |= sj[v]
+                    memo[key] = img
+                m1 = dm[j + 1] & img
+                if not m1:
+                    return False
+                dm[j + 1] = m1
+                key = (~j, m1)
+                img = memo.get(key)
+                if img is None:
+                    img = 0
+                    pj = pred[j]
+                    for v in _bits(m1):
+                        img |= pj[v]
+                    memo[key] = img
+                m0 = dm[j] & img
+                if not m0:
+                    return False
+                if m0 != dm[j] and chain and j < steps:
+                    pending |= low  # the step at j reads x_j again
+                dm[j] = m0
+            if dm[j] != x0:
+                pending |= low >> 1
+            if j + 1 < n and dm[j + 1] != x1:
+                pending |= low << 1
+            pending &= full
         for j, t in enumerate(taus):
             if t != orig[j] and not self._set_tau(C, j, t, tc):
                 return False
+        run["dm"], run["taus"], run["chain"] = list(dm), [tc.get(j, t) for j, t in enumerate(taus)], chain
         return True
 
     def _steps_of(self) -> list[tuple[int, int]]:
@@ -392,13 +399,16 @@ class DistinctSequence(Node):
             U |= dm[j]
         assert self.succ is not None and self.pred is not None  # the path rules run only with tables
         nv = len(self.succ[0])
-        adj = [0] * nv
-        pre = [0] * nv
-        for i in range(max(k - 1, 0), n - 1):  # transitions the rest of the path can use
-            s, p = self.succ[i], self.pred[i]
-            for v in _bits(U | (dm[k - 1] if k > 0 else 0)):
-                adj[v] |= s[v]
-                pre[v] |= p[v]
+        if self._uniform():  # one table at every transition (a trip's flights): no union to take
+            adj, pre = self.succ[0], self.pred[0]
+        else:
+            adj = [0] * nv
+            pre = [0] * nv
+            for i in range(max(k - 1, 0), n - 1):  # transitions the rest of the path can use
+                s, p = self.succ[i], self.pred[i]
+                for v in _bits(U | (dm[k - 1] if k > 0 else 0)):
+                    adj[v] |= s[v]
+                    pre[v] |= p[v]
         last = dm[k - 1] if k > 0 else 0
         if last:
             lv = last.bit_length() - 1
@@ -756,6 +766,14 @@ class DistinctSequence(Node):
             if r is not False:
                 allowed |= 1 << v
         return allowed
+
+    def _uniform(self) -> bool:
+        """Whether every transition has the same table."""
+        got = self._img_memo.get("uniform")
+        if got is None:
+            assert self.succ is not None
+            got = self._img_memo["uniform"] = all(s == self.succ[0] for s in self.succ)
+        return bool(got)
 
     def _adj_all(self) -> list[int]:
         adj = self.adj
