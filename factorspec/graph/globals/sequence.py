@@ -162,10 +162,12 @@ class DistinctSequence(Node):
         for vid, off in self.chain[j]:
             d = C.D[vid]
             m = memo.get((off + base, d))
-            if m is not None:  # the member's bitset is known: nothing to do, or build from bits
-                if not m & ~allowed and len(d) == bin(m).count("1"):
+            if m is not None and isinstance(d, frozenset) and len(d) == bin(m).count("1"):
+                # the member's bitset is known (every value on it): drop the times not allowed
+                gone = m & ~allowed
+                if not gone:
                     continue
-                nd = frozenset(b + off + base for b in _bits(m & allowed))
+                nd = d.difference([b + off + base for b in _bits(gone)])
             else:
                 nd = frozenset(t for t in d if t - off - base >= 0 and allowed >> (t - off - base) & 1)
             if len(nd) != len(d) and not C.set(vid, nd):
@@ -224,18 +226,19 @@ class DistinctSequence(Node):
             if bin(union).count("1") < n:
                 return False
             if perm:  # Hall singletons: every value needs a slot
-                where: dict[int, int] = {}
-                for j in range(n):
-                    for v in _bits(dm[j]):
-                        where[v] = where.get(v, 0) | (1 << j)
-                taken = 0
-                for v, pm in where.items():
-                    if pm & (pm - 1) == 0:
-                        if taken & pm:  # two values whose only slot is the same one
-                            return False
-                        taken |= pm
-                        dm[pm.bit_length() - 1] = 1 << v
-                if taken:
+                once = twice = 0  # values in at least one slot, in at least two
+                for m in dm:
+                    twice |= once & m
+                    once |= m
+                singles = once & ~twice  # values with one slot left: they take it
+                if singles:
+                    for j in range(n):
+                        sj = dm[j] & singles
+                        if sj:
+                            if sj & (sj - 1):  # two values whose only slot is the same one
+                                return False
+                            dm[j] = sj
+                if singles:
                     # values just fixed by Hall leave the other slots before the path rules
                     # read the open suffix as a permutation of its values (a stale copy there
                     # made _path refute a valid record)
