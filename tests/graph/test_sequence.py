@@ -163,3 +163,17 @@ def test_reversed_chain_counts_match(inst) -> None:
             cs.root()
         return
     assert cs.count() == len(sols)
+
+
+def test_values_fixed_by_hall_cascade_before_the_path_rule() -> None:
+    # found by hypothesis (test_sequence_gaps): Hall fixes C4 and C5, which leaves C2 the one
+    # value of slot 2; a single clean-up pass kept C2 in slot 3 as well, and the path rule read
+    # the open suffix {C2, C3, C5} as a permutation and refuted the only valid record
+    inst = (["C0", "C1", "C2", "C3", "C4", "C5"], 5, {"C0": 2, "C1": 3, "C2": 2, "C3": 2, "C4": 1, "C5": 2},
+            [["C0", "C2"], ["C0", "C4"], ["C1", "C4"], ["C2", "C0"], ["C2", "C1"], ["C2", "C3"], ["C3", "C0"],
+             ["C3", "C1"], ["C3", "C5"], ["C4", "C0"], ["C4", "C2"], ["C4", "C5"]],
+            [("C4", 2, 2), ("C5", 4, 5)], 5)
+    assert _brute(*inst) == [("C0", "C4", "C2", "C3", "C5")]
+    cs = compile_spec(_spec(*inst))
+    assert cs.count() == 1
+    assert [leg["city"] for leg in cs.solve()["itinerary"]] == ["C0", "C4", "C2", "C3", "C5"]

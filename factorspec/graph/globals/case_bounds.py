@@ -27,7 +27,7 @@ class CaseBounds(Node):
     """Implied node over one enum slot x and the slots its values bound (see the module docstring)."""
 
     kind = "bool"
-    __slots__ = ("x", "cases", "keys", "by_y", "covers")
+    __slots__ = ("x", "cases", "keys", "by_y", "covers", "bounds_of")
 
     def __init__(self, x: int, cases: dict[int, dict[int, tuple[Any, Any]]], covers: set[int]) -> None:
         """`cases`: internal value of x -> {y: (least, greatest)} (an unbounded side is +-inf);
@@ -35,6 +35,7 @@ class CaseBounds(Node):
         self.x = x
         self.cases = [(k, tuple((y, lo, hi) for y, (lo, hi) in sorted(b.items()))) for k, b in sorted(cases.items())]
         self.keys = frozenset(cases)
+        self.bounds_of = dict(self.cases)
         by_y: dict[int, list[tuple[int, Any, Any]]] = {}
         for k, b in self.cases:
             for y, lo, hi in b:
@@ -63,10 +64,8 @@ class CaseBounds(Node):
             return True
         ends: dict[int, tuple[Any, Any]] = {}
         gone = []
-        for k, bounds in self.cases:
-            if k not in dx:
-                continue
-            for y, lo, hi in bounds:
+        for k in self.keys.intersection(dx):  # the values left that bound something
+            for y, lo, hi in self.bounds_of[k]:
                 e = ends.get(y)
                 if e is None:
                     dy = D[y]

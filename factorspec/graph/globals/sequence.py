@@ -238,23 +238,12 @@ class DistinctSequence(Node):
                             if sj & (sj - 1):  # two values whose only slot is the same one
                                 return False
                             dm[j] = sj
-                if singles:
-                    # values just fixed by Hall leave the other slots before the path rules
-                    # read the open suffix as a permutation of its values (a stale copy there
-                    # made _path refute a valid record)
-                    fixed = 0
-                    for m in dm:
-                        if m & (m - 1) == 0:
-                            if fixed & m:
-                                return False
-                            fixed |= m
-                    for j in range(n):
-                        m = dm[j]
-                        if m & (m - 1):
-                            m &= ~fixed
-                            if not m:
-                                return False
-                            dm[j] = m
+                if singles and not _forward(dm):
+                    # values just fixed by Hall leave the other slots, to a fixpoint, before
+                    # the path rules read the open suffix as a permutation of its values (a
+                    # stale copy there made _path refute a valid record; a single pass left
+                    # the values fixed by the pass itself, which stronger links made reachable)
+                    return False
             k = 0
             while k < n and dm[k] & (dm[k] - 1) == 0:
                 k += 1
