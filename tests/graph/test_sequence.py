@@ -177,3 +177,29 @@ def test_values_fixed_by_hall_cascade_before_the_path_rule() -> None:
     cs = compile_spec(_spec(*inst))
     assert cs.count() == 1
     assert [leg["city"] for leg in cs.solve()["itinerary"]] == ["C0", "C4", "C2", "C3", "C5"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.randoms(use_true_random=False))
+def test_links_state_kept_between_runs_changes_nothing(inst, rnd) -> None:
+    """`_links` starts from the fixpoint its last run left (`_last`, from any other node): a run
+    on each of several random states narrows exactly as a run of a node with nothing kept."""
+    from factorspec.graph.domain import Narrowing
+    from factorspec.graph.expr import T
+    cities, n, stays, flights, events, total = inst
+    cs = compile_spec(_spec(cities, n, stays, flights, events, total))
+    g = next(x for x in cs.problem.globals if isinstance(x, DistinctSequence))
+    D0 = cs.problem.initial_domains()
+    for _ in range(6):
+        D = list(D0)
+        for vid in rnd.sample(g.xs, rnd.randint(0, len(g.xs))):
+            D[vid] = frozenset([rnd.choice(sorted(D[vid]))])
+        warm = Narrowing(list(D))
+        ok_warm = g.bwd(warm, T)
+        g._last = None
+        cold = Narrowing(list(D))
+        ok_cold = g.bwd(cold, T)
+        assert ok_warm == ok_cold
+        if ok_cold:
+            assert warm.D == cold.D
+        # g._last is now this state's fixpoint: the next state's warm run starts from it

@@ -80,7 +80,8 @@ class DistinctSequence(Node):
 
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
-                 "_tau_memo", "covers", "links", "_by_step", "_img_memo", "_sum_memo")
+                 "_tau_memo", "covers", "links", "_by_step", "_img_memo", "_sum_memo",
+                 "_win_memo", "_last")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -113,6 +114,11 @@ class DistinctSequence(Node):
         self._by_step: Optional[list[tuple[int, int]]] = None  # (step, mask of the values with it)
         self._img_memo: dict = {}  # (transition or ~transition, mask) -> successors' / predecessors' union
         self._sum_memo: dict = {}  # (positions, open values per step) -> the time rule's sums
+        # the time rule's window check by its inputs, (position, slot mask, times allowed) -> the
+        # values left: the same masks and times recur over rounds, nodes and searches (2 in 3 hit)
+        self._win_memo: dict = {}
+        # (slot masks, tau bitsets, chain) where the links last reached their fixpoint (`_links`)
+        self._last: Optional[tuple[list[int], list[int], bool]] = None
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -295,15 +301,19 @@ class DistinctSequence(Node):
                 assert self.windows is not None and self.h is not None
                 W, h = self.windows, self.h
         full = (1 << n) - 1
-        prev = run.get("dm")
-        if prev is None or run.get("chain") != chain:
+        # a link's revision reads only its four members (and static tables and windows), so a
+        # link whose members are as at the end of an earlier call (of this run, else of the
+        # last run of any search node: `_last`, one tuple, replaced whole) is at its fixpoint
+        last = run.get("last") or getattr(self, "_last", None)
+        if last is None or last[2] != chain or len(last[0]) != n:
             pending = full
         else:
+            prev, prev_taus = last[0], last[1]
             pending = 0
             for p in range(n):
                 if dm[p] != prev[p]:
                     pending |= 3 << p >> 1  # links p - 1 and p
-            for p, t in enumerate(run["taus"]):
+            for p, t in enumerate(prev_taus):
                 if taus[p] != t:
                     pending |= 3 << p >> 1
             pending &= full
@@ -375,7 +385,7 @@ class DistinctSequence(Node):
         for j, t in enumerate(taus):
             if t != orig[j] and not self._set_tau(C, j, t, tc):
                 return False
-        run["dm"], run["taus"], run["chain"] = list(dm), [tc.get(j, t) for j, t in enumerate(taus)], chain
+        run["last"] = self._last = (list(dm), [tc.get(j, t) for j, t in enumerate(taus)], chain)
         return True
 
     def _steps_of(self) -> list[tuple[int, int]]:
@@ -480,6 +490,9 @@ class DistinctSequence(Node):
                 self._sum_memo.clear()
             self._sum_memo[key] = R
         tks = _bits(tk) if tk & (tk - 1) else None
+        wmemo = self._win_memo  # (j, x_j, times allowed) -> the values of x_j with a start there
+        if len(wmemo) > 50_000:
+            wmemo.clear()
         W = self.windows
         assert W is not None
         for j in range(k, steps + 1):
@@ -504,11 +517,15 @@ class DistinctSequence(Node):
                 allowed &= cur
             if j < n:
                 m = dm[j]
-                wj = W[j]
-                keep = 0
-                for v in _bits(m):
-                    if wj[v] & allowed:
-                        keep |= 1 << v
+                wk = (j, m, allowed)
+                keep = wmemo.get(wk, -1)
+                if keep < 0:
+                    wj = W[j]
+                    keep = 0
+                    for v in _bits(m):
+                        if wj[v] & allowed:
+                            keep |= 1 << v
+                    wmemo[wk] = keep
                 if keep != m:
                     if not keep:
                         return False
