@@ -94,6 +94,7 @@ class Problem:
         # assigned values only as a set (so prefixes that used the same values in another order
         # share their failures)
         self.fvars = [tuple(sorted(f.node.vars)) for f in factors]
+        self.fmasks = [sum(1 << v for v in vs) for vs in self.fvars]  # the same, as bitmasks (`_key`)
         self.set_sig = [isinstance(f.node, AllDiff) and all(g is None and isinstance(n, VarRef)
                                                                for g, n in f.node.items) for f in factors]
         self.nogoods: set = set()  # keys of search nodes proven to have no solution
@@ -265,19 +266,32 @@ class _Search:
         factors cannot be left out: `fwd` is sound for defined values only, so a factor it calls
         true may still be false on an undefined one, which only the leaf check sees.)"""
         p = self.p
-        size = dsize
-        fx = [size(d) == 1 for d in D]
-        open_ = tuple((i, d) for i, d in enumerate(D) if not fx[i])
-        A = [dmin(d) if f else None for d, f in zip(D, fx)]
+        # which variables are fixed, as one bitmask: a factor with none of them (most, high in
+        # the tree) is skipped by one AND of its own mask, without reading its variables
+        A: list = [None] * len(D)
+        fixed = 0
+        open_l = []
+        for i, d in enumerate(D):
+            if (len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1) == 1:
+                A[i] = dmin(d)
+                fixed |= 1 << i
+            else:
+                open_l.append((i, d))
+        open_ = tuple(open_l)
+        fmasks = p.__dict__.get("fmasks")
+        if fmasks is None:  # (a Problem pickled before the masks existed)
+            fmasks = p.fmasks = [sum(1 << v for v in vs) for vs in p.fvars]
         sigs: list[tuple[int, Any]] = []
         decided = p.decided
         if len(decided) > 200_000:
             decided.clear()
-        for ci, vs in enumerate(p.fvars):
-            fixed = [v for v in vs if fx[v]]
-            if not fixed:
+        fvars = p.fvars
+        for ci, fm in enumerate(fmasks):
+            m = fm & fixed
+            if not m:
                 continue
-            if len(fixed) == len(vs):
+            vs = fvars[ci]
+            if m == fm:
                 # decided exactly (not by the interval view, which is only an over-approximation);
                 # `ev` reads only the factor's own variables, so its answer is kept by their values
                 dkey = (ci, tuple(A[v] for v in vs))
@@ -290,11 +304,13 @@ class _Search:
                     decided[dkey] = holds
                 if holds:
                     continue
-                sigs.append((ci, tuple(D[v] for v in fixed)))
-            elif p.set_sig[ci]:
-                sigs.append((ci, frozenset(D[v] for v in fixed)))
+                sigs.append((ci, tuple(D[v] for v in vs)))
+                continue
+            fixed_vs = [v for v in vs if fixed >> v & 1]
+            if p.set_sig[ci]:
+                sigs.append((ci, frozenset(D[v] for v in fixed_vs)))
             else:
-                sigs.append((ci, tuple((v, D[v]) for v in fixed)))
+                sigs.append((ci, tuple((v, D[v]) for v in fixed_vs)))
         return open_, tuple(sigs)
 
     def _remember_failure(self, key: tuple) -> None:

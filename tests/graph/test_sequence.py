@@ -143,6 +143,10 @@ def test_chain_recognised_on_trip_spec() -> None:
     (seq,) = [g for g in cs.problem.globals if isinstance(g, DistinctSequence)]
     assert seq.chain is not None and len(seq.chain) == 4 and seq.succ is not None
     assert seq.h == [1, 2, 1]
+    # it propagates the all_different, the flight tables and the chain's equalities itself
+    names = {cs.problem.factors[fi].relation.name for fi in seq.covers}
+    assert seq.links == (True, True) and names == {"once", "edge", "stay", "fly"}
+    assert cs.problem.silent >= seq.covers
     assert cs.solve()["itinerary"][1]["city"] == "B"
 
 
@@ -159,3 +163,43 @@ def test_reversed_chain_counts_match(inst) -> None:
             cs.root()
         return
     assert cs.count() == len(sols)
+
+
+def test_values_fixed_by_hall_cascade_before_the_path_rule() -> None:
+    # found by hypothesis (test_sequence_gaps): Hall fixes C4 and C5, which leaves C2 the one
+    # value of slot 2; a single clean-up pass kept C2 in slot 3 as well, and the path rule read
+    # the open suffix {C2, C3, C5} as a permutation and refuted the only valid record
+    inst = (["C0", "C1", "C2", "C3", "C4", "C5"], 5, {"C0": 2, "C1": 3, "C2": 2, "C3": 2, "C4": 1, "C5": 2},
+            [["C0", "C2"], ["C0", "C4"], ["C1", "C4"], ["C2", "C0"], ["C2", "C1"], ["C2", "C3"], ["C3", "C0"],
+             ["C3", "C1"], ["C3", "C5"], ["C4", "C0"], ["C4", "C2"], ["C4", "C5"]],
+            [("C4", 2, 2), ("C5", 4, 5)], 5)
+    assert _brute(*inst) == [("C0", "C4", "C2", "C3", "C5")]
+    cs = compile_spec(_spec(*inst))
+    assert cs.count() == 1
+    assert [leg["city"] for leg in cs.solve()["itinerary"]] == ["C0", "C4", "C2", "C3", "C5"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.randoms(use_true_random=False))
+def test_links_state_kept_between_runs_changes_nothing(inst, rnd) -> None:
+    """`_links` starts from the fixpoint its last run left (`_last`, from any other node): a run
+    on each of several random states narrows exactly as a run of a node with nothing kept."""
+    from factorspec.graph.domain import Narrowing
+    from factorspec.graph.expr import T
+    cities, n, stays, flights, events, total = inst
+    cs = compile_spec(_spec(cities, n, stays, flights, events, total))
+    g = next(x for x in cs.problem.globals if isinstance(x, DistinctSequence))
+    D0 = cs.problem.initial_domains()
+    for _ in range(6):
+        D = list(D0)
+        for vid in rnd.sample(g.xs, rnd.randint(0, len(g.xs))):
+            D[vid] = frozenset([rnd.choice(sorted(D[vid]))])
+        warm = Narrowing(list(D))
+        ok_warm = g.bwd(warm, T)
+        g._last = None
+        cold = Narrowing(list(D))
+        ok_cold = g.bwd(cold, T)
+        assert ok_warm == ok_cold
+        if ok_cold:
+            assert warm.D == cold.D
+        # g._last is now this state's fixpoint: the next state's warm run starts from it

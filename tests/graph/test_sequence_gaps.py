@@ -99,9 +99,9 @@ def test_gap_rule_fires_and_stays_exact(monkeypatch) -> None:
     fired = {"fail": 0, "narrow": 0}
     orig = DistinctSequence._gaps
 
-    def spy(self, D, dm, k):
+    def spy(self, D, dm, k, *rest):
         before = dm[k] if k < len(dm) else None
-        r = orig(self, D, dm, k)
+        r = orig(self, D, dm, k, *rest)
         if not r:
             fired["fail"] += 1
         elif before is not None and dm[k] != before:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from factorspec.graph.expr import Node, Var
 from factorspec.graph.globals import (
+    case_bounds_recognition,
     monotone_chain_recognition,
     no_overlap_recognition,
     sequence_recognition,
@@ -28,6 +29,7 @@ Recogniser = Callable[[list[Var], list["Factor"]], list[Node]]
 
 RECOGNISERS: tuple[tuple[str, Recogniser], ...] = (
     ("sequence", sequence_recognition.recognise),
+    ("case_bounds", case_bounds_recognition.recognise),
     ("no_overlap", no_overlap_recognition.recognise),
     ("sum_reach", sum_reach_recognition.recognise),
     ("monotone_chain", monotone_chain_recognition.recognise),
