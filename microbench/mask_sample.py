@@ -207,7 +207,8 @@ def stats(xs: list[float]) -> dict:
         return {"n": 0}
     a = np.asarray(xs, dtype=float) * 1e6
     return {"n": int(a.size), **{f"p{q}": round(float(np.percentile(a, q)), 1) for q in (50, 90, 99)},
-            "max": round(float(a.max()), 1), "mean": round(float(a.mean()), 1), "total_s": round(float(a.sum()) / 1e6, 2)}
+            "max": round(float(a.max()), 1), "mean": round(float(a.mean()), 1),
+            "total_s": round(float(a.sum()) / 1e6, 2)}
 
 
 def summarize(results: list[dict]) -> dict:
@@ -290,11 +291,13 @@ def drive(args: argparse.Namespace) -> dict:
     finally:
         for w in workers.values():
             w.close()
-    res: dict = {"command": "python -m microbench mask_sample " + " ".join(args.argv), "args": vars(args) | {"argv": None},
+    res: dict = {"command": "python -m microbench mask_sample " + " ".join(args.argv),
+                 "args": vars(args) | {"argv": None},
                  "started_utc": started, "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
                  "seconds": round(time.time() - t0, 1), "load_start": load_start,
                  "load_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-                 "commits": {k: _commit(root) for k, root in roots.items()},
+                 "commits": {k: args.ref_commit if k == "reference" and args.ref_commit else _commit(root)
+                             for k, root in roots.items()},
                  "versions": {k: summarize(rs) for k, rs in results.items()}}
     if args.ref:
         a, b = results["reference"], results["this checkout"]
@@ -332,6 +335,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--cap", type=int, default=jb.STEP_CAP)
     ap.add_argument("--tokenizer", default=jb.TOKENIZER)
     ap.add_argument("--ref", default=None, help="a reference checkout to run side by side")
+    ap.add_argument("--ref-commit", default=None, help="the reference's commit, when DIR is not a git checkout")
     ap.add_argument("--profile", default=None, help="cProfile this checkout alone, stats to this path")
     ap.add_argument("--json", default="microbench/results/masks_jsonschemabench_sample.json")
     ap.add_argument("--md", default=None)

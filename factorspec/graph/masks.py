@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from factorspec.graph.textstate import _CONT, _ESC, _HEX
+from factorspec.graph.textstate import _CONT, _ESC, _HEX, regex_byte
 from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
 from factorspec.graph.unique_values import string_texts
 
@@ -132,7 +132,8 @@ def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
     where it cannot change the mask: when the string has reached its minLength and has more room
     left than any token can write, any such count allows the same tokens (a token adds at most
     `max_token_bytes` characters, so the maxLength never binds within it, and closing is allowed
-    either way). The cache key of `boundary_mask`, so a long string reuses one mask."""
+    either way); with no maxLength, any count past the minLength. The cache key of `boundary_mask`,
+    so a long string reuses one mask."""
     cap = v.max_token_bytes
     out = []
     changed = False
@@ -142,7 +143,7 @@ def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
         if top is not None and top[0] == "T" and not in_unique_item(machine, cfg):
             node = machine.node_at(top[1])
             hi, lo = getattr(node, "max_len", None), getattr(node, "min_len", 0)
-            if hi is not None and lo <= top[2] and hi - top[2] > cap and top[2] != lo:
+            if top[2] != lo and lo <= top[2] and (hi is None or hi - top[2] > cap):
                 cfg = (stack[:-1] + (("T", top[1], lo) + tuple(top[3:]),),) + tuple(cfg[1:])
                 changed = True
         out.append(cfg)
@@ -154,12 +155,20 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     ids: list[int] = []
     if machine.is_final(cfgs):
         ids.extend(v.stop_ids)
+    from factorspec.graph.string_masks import string_body_mask  # (it builds on this module)
+
     free: list[tuple] = []
     bounded: list[tuple] = []
     rest: list[tuple] = []
     states: set[tuple[int, int]] = set()
     room = 0  # the largest room among the bounded clean configurations
+    masks: list[np.ndarray] = []
     for cfg in cfgs:
+        if cfg[0] and cfg[0][-1][0] in ("T", "X"):
+            m = string_body_mask(machine, v, cfg)
+            if m is not None:
+                masks.append(m)
+                continue
         st = string_state(machine, cfg)
         if st is None:
             rest.append(cfg)
@@ -169,7 +178,6 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         else:
             bounded.append(cfg)
             room = max(room, st[0])
-    masks: list[np.ndarray] = []
     regex: list[tuple] = []
     if rest and getattr(machine, "unique", False):
         keep = []
@@ -191,15 +199,30 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
                 keep.append(cfg)
         rest = keep
     if regex:
-        # plain tokens (no quote, backslash or partial UTF-8) by DFA classes, per reached state;
-        # the vocabulary's special tokens are walked against the machine
+        # plain tokens (no quote, backslash or partial UTF-8) by DFA classes, per reached state; the
+        # special tokens without a quote by the pattern alone where that decides them
+        # (`special_mask`); the tokens with a quote (or every special one, for a key that an
+        # excluded key extends) are walked against the machine
+        quoted: list[tuple] = []
+        special: list[tuple] = []
         for cfg in regex:
             top = cfg[0][-1]
             if top[0] == "R":
-                masks.append(regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3]))
+                lang = machine.node_at(top[1]).lang
+                masks.append(regex_mask(v, lang, top[2], top[3]))
             else:
+                keys = machine.node_at(top[1]).keys
+                lang = keys.lang
                 masks.append(key_mask(machine, v, cfg))
-        walk(machine, v.special_trie, frozenset(regex), ids)
+                if keys._excluded_with(top[6], keys.declared | top[7]):
+                    special.append(cfg)
+                    continue
+            masks.append(special_mask(v, lang, top[2], top[3]))
+            quoted.append(cfg)
+        if quoted:
+            walk(machine, quote_trie(v), frozenset(quoted), ids)
+        if special:
+            walk(machine, v.special_trie, frozenset(special), ids)
     if free:
         # unlimited room: a token without a quote is allowed iff it continues the string body from
         # that escape/UTF-8 state (classes precomputed per vocabulary); only the tokens holding a
@@ -238,8 +261,9 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     A plain token is allowed iff each of its characters is a step of `lang.step` from (q, n): a
     DFA transition to a state from which some completion still fits the length bounds. Every plain
     token steps at once (`_plain_chars`: their code points, longest tokens first, so the live ones
-    at a character position are a prefix; the length after j characters is n + j for all of them);
-    masks are kept per reached (q, n)."""
+    at a character position are a prefix; the length after j characters is n + j for all of them),
+    and only the tokens not yet off the language are stepped further; masks are kept per reached
+    (q, n)."""
     c = _classes(v)
     key = ("R", lang)
     entry = c.get(key)
@@ -257,22 +281,78 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     tids, cps, starts, live = _plain_chars(v)
     cls, trans = entry["cls"], entry["trans"]
     dead = trans.shape[0] - 1
-    s = np.full(len(tids), q if 0 <= q < dead else dead, dtype=np.int32)
+    # only the tokens still alive are stepped (positions into tids, increasing): a token whose
+    # characters all stepped is done; the others die at their first character off the language
+    alive = np.arange(len(tids)) if 0 <= q < dead else np.zeros(0, dtype=np.int64)
+    s = np.full(len(alive), q, dtype=np.int32)
+    done = []
     for j, cnt in enumerate(live):
+        cut = int(np.searchsorted(alive, cnt))
+        done.append(alive[cut:])  # tokens of j characters
+        alive, s = alive[:cut], s[:cut]
+        if not len(alive):
+            break
         k = n + j + 1
         if lang.max_len is not None and k > lang.max_len:
-            s[:cnt] = dead
+            alive = alive[:0]
             break
         feas = entry["feas"].get(lang.norm(k))
         if feas is None:
             fm = lang.feasible_mask(lang.norm(k))
             feas = entry["feas"][lang.norm(k)] = np.array([fm >> t & 1 for t in range(dead)] + [0], dtype=bool)
-        t = trans[s[:cnt], cls[starts[:cnt] + j]]
-        s[:cnt] = np.where(feas[t], t, dead)
-    m = _mask_from_bool(v, tids[s != dead])
+        t = trans[s, cls[starts[alive] + j]]
+        ok = feas[t]
+        alive, s = alive[ok], t[ok]
+    done.append(alive)
+    m = _mask_from_bool(v, tids[np.concatenate(done)])
     if len(masks) >= MAX_REGEX_MASKS:
         masks.clear()
     masks[(q, n)] = m
+    return m
+
+
+def special_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
+    """Mask of the special tokens without a quote (escapes, partial UTF-8, control bytes) that
+    continue a pattern string from DFA state q after n characters at a clean boundary: a walk of
+    their trie with `regex_byte` alone (no machine: such a token never ends the string, so what the
+    machine adds is nothing), kept per (q, n) like `regex_mask`'s. The same for a patterned key
+    whose prefix no declared or used key extends: `key_byte` then steps as `regex_byte` does."""
+    c = _classes(v)
+    entry = c.get(("S", lang))
+    if entry is None:
+        entry = c[("S", lang)] = {}
+    m = entry.get((q, n))
+    if m is not None:
+        return m
+    trie = c.get("special_no_quote")
+    if trie is None:
+        trie = c["special_no_quote"] = {}
+        stop = set(v.stop_ids)
+        for tid, b in enumerate(v.token_bytes):
+            if b and tid not in stop and v.plain_len[tid] <= 0 and 0x22 not in b:
+                node = trie
+                for byte in b:
+                    node = node.setdefault(byte, {})
+                node.setdefault(TOKEN_END, []).append(tid)
+    ids: list[int] = []
+    todo = [(trie, ("R", (), q, n, 0, 0))]
+    while todo:
+        node, top = todo.pop()
+        for b, child in node.items():
+            if b == TOKEN_END:
+                continue
+            nxt = regex_byte(lang, top, b)
+            if nxt is None:
+                continue
+            tids = child.get(TOKEN_END)
+            if tids:
+                ids.extend(tids)
+            if len(child) > (1 if tids else 0):
+                todo.append((child, nxt))
+    m = v.mask_from_ids(ids)
+    if len(entry) >= MAX_REGEX_MASKS:
+        entry.clear()
+    entry[(q, n)] = m
     return m
 
 
