@@ -233,10 +233,51 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         masks.append(v.plain_mask(room))
         walk(machine, v.special_trie, frozenset(bounded), ids)
     if rest:
+        keep = []
+        for cfg in rest:
+            m = scalar_text_mask(machine, v, cfg)
+            if m is None:
+                keep.append(cfg)
+            else:
+                masks.append(m)
+        rest = keep
+    if rest:
         walk(machine, v.trie, frozenset(rest), ids)
     out = v.mask_from_ids(ids)
     for m in masks:
         out = out | m
+    return out
+
+
+_NUMBER_BYTES = frozenset(b"-.0123456789")  # the bytes of a number text (textstate._NUM_PREFIX)
+
+
+def scalar_text_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.ndarray]:
+    """Mask of the tokens allowed inside a number or enum text ('S'), split as the machine steps
+    it: a token either ends the text before its first byte (then it is a token allowed from the
+    configurations after the scalar, a mask of its own, cached like every boundary mask: the same
+    after every number of a field), or its first byte continues the text (a number byte, or the
+    next byte of an enum text), so only those subtrees of the trie are walked. None inside a
+    text-unique item (the walk there)."""
+    stack, sol = cfg
+    if not stack or stack[-1][0] != "S" or in_unique_item(machine, cfg):
+        return None
+    top = stack[-1]
+    p = top[2]
+    texts = machine._texts(top[1], sol)
+    first = _NUMBER_BYTES if texts is None else {t[len(p)] for t in texts if len(t) > len(p) and t.startswith(p)}
+    ids: list[int] = []
+    walk(machine, {b: v.trie[b] for b in first if b in v.trie}, frozenset([cfg]), ids)
+    out = v.mask_from_ids(ids)
+    ended = machine._ended(cfg)
+    if ended:
+        after = frozenset(ended)
+        key = (v, mask_key(machine, v, after))
+        m = machine.mask_cache.get(key)
+        if m is None:
+            m = boundary_mask(machine, v, after)
+            machine.cache_mask(key, m)
+        out = out | (m & ~v.mask_from_ids(v.stop_ids))  # (stop tokens: the caller's is_final)
     return out
 
 

@@ -1,6 +1,6 @@
-"""Masks inside string bodies and patterns from token classes (graph/string_masks.py, and
-masks.special_mask / the pruned regex_mask) equal the token definition: a token is allowed iff its
-bytes keep the text a prefix of a valid record.
+"""Masks from token classes and split walks (graph/string_masks.py; masks.special_mask,
+masks.scalar_text_mask and the pruned regex_mask) equal the token definition: a token is allowed
+iff its bytes keep the text a prefix of a valid record.
 
 - A small vocabulary made to hit the cases (quotes inside tokens, a quote closing a key and the
   text after it, two or three quotes, escapes across tokens, partial UTF-8, declared keys spelled
@@ -30,8 +30,8 @@ TOKENS = [b'"', b'",', b'":', b'": "', b'"}', b'"]', b'""', b'":"', b'","', b'""
           b'\\ud83d', b'\\ude00', b'\\ude00"', b'\xc3', b'\xa9', b'\xc3\xa9', b'\xc3\xa9"', b'\xe2\x82', b'\xac',
           b'\xac"', b'\xf0\x9f', b'\x98\x80', b'na', b'me', b'me"', b'name":', b'name', b'id"', b'x":', b'ab',
           b'abc', b'zz', b'1', b'12', b', "', b', ', b': ', b'}', b']', b'{"', b'["', b'[', b'{', b'a', b'b',
-          b'c', b'z', b's', b't', b'\\', b'n', b'u', b'd', b'8', b'3', b'e', b'0', b'9', b'x', b'i', b'm', b' ', b',', b':',
-          b'-', b'.', b'tr', b'ue', b'null', b'fals', b'e}', b'<eos>']
+          b'c', b'z', b's', b't', b'\\', b'n', b'u', b'd', b'8', b'3', b'e', b'0', b'9', b'x', b'i', b'm', b' ',
+          b',', b':', b'-', b'.', b'tr', b'ue', b'null', b'fals', b'e}', b'<eos>']
 
 SCHEMAS: list[dict] = [
     {"type": "object", "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 5},
@@ -49,11 +49,17 @@ SCHEMAS: list[dict] = [
     {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|\u00e9|\\\\|\")+$", "maxLength": 6},
                                       "t": {"type": "string", "minLength": 3}},
      "required": ["s", "t"], "additionalProperties": False},
+    {"type": "object", "properties": {"x": {"type": "number"}, "n": {"type": "integer", "minimum": -5, "maximum": 900},
+                                      "e": {"enum": [1, 10, 12.5, "1", "ab", None]}, "a": {"type": "array",
+                                      "items": {"type": "number", "multipleOf": 0.5, "maximum": 99}}},
+     "additionalProperties": False},
+    {"type": "number", "minimum": -3, "maximum": 250},
 ]
 
 
 BODY = (0, 2, 3, 4, 6)  # schemas with free strings or extra keys (strings in unique items keep the walk)
 SPECIAL = (1, 2, 6)  # schemas with patterns or patterned keys
+SCALAR = (7, 8)  # schemas with numbers and enums
 
 
 def _vocab() -> TokenVocab:
@@ -62,9 +68,10 @@ def _vocab() -> TokenVocab:
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Count the masks the class paths decided (string bodies; patterns' special tokens)."""
-    seen = {"body": 0, "special": 0}
-    body, special = string_masks.string_body_mask, masks.special_mask
+    """Count the masks the class paths decided (string bodies; patterns' special tokens; number
+    and enum texts)."""
+    seen = {"body": 0, "special": 0, "scalar": 0}
+    body, special, scalar = string_masks.string_body_mask, masks.special_mask, masks.scalar_text_mask
 
     def body_counted(*a: Any) -> Any:
         out = body(*a)
@@ -75,7 +82,13 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         seen["special"] += 1
         return special(*a)
 
+    def scalar_counted(*a: Any) -> Any:
+        out = scalar(*a)
+        seen["scalar"] += out is not None
+        return out
+
     monkeypatch.setattr(string_masks, "string_body_mask", body_counted)
+    monkeypatch.setattr(masks, "scalar_text_mask", scalar_counted)
     monkeypatch.setattr(masks, "special_mask", special_counted)
     return seen
 
@@ -110,6 +123,8 @@ def test_class_masks_equal_the_token_definition(k: int, monkeypatch: pytest.Monk
         assert seen["body"] >= 10, seen
     if k in SPECIAL:
         assert seen["special"] >= 5, seen
+    if k in SCALAR:
+        assert seen["scalar"] >= 10, seen
 
 
 # -- the corpus on Qwen's vocabulary ---------------------------------------------------------------
