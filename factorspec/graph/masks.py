@@ -155,7 +155,7 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     ids: list[int] = []
     if machine.is_final(cfgs):
         ids.extend(v.stop_ids)
-    from factorspec.graph.string_masks import string_body_mask  # (it builds on this module)
+    from factorspec.graph.string_masks import pattern_close_mask, string_body_mask  # (they build on this module)
 
     free: list[tuple] = []
     bounded: list[tuple] = []
@@ -210,6 +210,13 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
             if top[0] == "R":
                 lang = machine.node_at(top[1]).lang
                 masks.append(regex_mask(v, lang, top[2], top[3]))
+                masks.append(special_mask(v, lang, top[2], top[3]))
+                closing = pattern_close_mask(machine, v, cfg)
+                if closing is None:
+                    quoted.append(cfg)
+                else:
+                    masks.append(closing)
+                continue
             else:
                 keys = machine.node_at(top[1]).keys
                 lang = keys.lang
@@ -353,11 +360,12 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
 
 
 def special_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
-    """Mask of the special tokens without a quote (escapes, partial UTF-8, control bytes) that
-    continue a pattern string from DFA state q after n characters at a clean boundary: a walk of
-    their trie with `regex_byte` alone (no machine: such a token never ends the string, so what the
-    machine adds is nothing), kept per (q, n) like `regex_mask`'s. The same for a patterned key
-    whose prefix no declared or used key extends: `key_byte` then steps as `regex_byte` does."""
+    """Mask of the special tokens (escapes, partial UTF-8, quotes, control bytes) that continue a
+    pattern string from DFA state q after n characters at a clean boundary without closing it: a
+    walk of `TokenVocab.special_trie` with `regex_byte` alone (no machine: what the machine adds is
+    only after a closing quote, so a token reaching one is left out here; `pattern_close_mask` or a
+    walk takes those), kept per (q, n) like `regex_mask`'s. The same for a patterned key whose
+    prefix no declared or used key extends: `key_byte` then steps as `regex_byte` does."""
     c = _classes(v)
     entry = c.get(("S", lang))
     if entry is None:
@@ -365,25 +373,15 @@ def special_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     m = entry.get((q, n))
     if m is not None:
         return m
-    trie = c.get("special_no_quote")
-    if trie is None:
-        trie = c["special_no_quote"] = {}
-        stop = set(v.stop_ids)
-        for tid, b in enumerate(v.token_bytes):
-            if b and tid not in stop and v.plain_len[tid] <= 0 and 0x22 not in b:
-                node = trie
-                for byte in b:
-                    node = node.setdefault(byte, {})
-                node.setdefault(TOKEN_END, []).append(tid)
     ids: list[int] = []
-    todo = [(trie, ("R", (), q, n, 0, 0))]
+    todo = [(v.special_trie, ("R", (), q, n, 0, 0))]
     while todo:
         node, top = todo.pop()
         for b, child in node.items():
             if b == TOKEN_END:
                 continue
             nxt = regex_byte(lang, top, b)
-            if nxt is None:
+            if nxt is None or nxt == "end":
                 continue
             tids = child.get(TOKEN_END)
             if tids:

@@ -30,6 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from factorspec.graph.masks import _body_table, _classes, _mask_from_bool, in_unique_item, walk
+from factorspec.graph.textstate import regex_byte
 from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
 
 
@@ -42,6 +43,7 @@ class BodyTokens:
     open_ok: np.ndarray  # bool: continues the body, no close
     c_ids: np.ndarray  # the closed tokens
     c_started: np.ndarray
+    c_close: np.ndarray  # the byte index of the closing quote
     c_suffix: np.ndarray  # index into `suffixes`
     c_two_quotes: np.ndarray  # index into `suffixes` of the suffix up to its second quote, else -1
     c_low_first: np.ndarray  # bool: the text before the close starts with an escaped low surrogate
@@ -136,7 +138,7 @@ def body_tokens(v: TokenVocab, esc: int, pend: int) -> Optional[BodyTokens]:
             text = json.loads(b'"' + b[:i] + b'"')
             by_body.setdefault(text, []).append(k)
             c_low[k] = bool(text) and 0xDC00 <= ord(text[0]) < 0xE000
-    hit = c[key] = BodyTokens(out_started, open_ok, c_ids, started[closed], c_suffix, c_two, c_low,
+    hit = c[key] = BodyTokens(out_started, open_ok, c_ids, started[closed], close[closed], c_suffix, c_two, c_low,
                               list(suffix_index), trie, by_body)
     return hit
 
@@ -223,3 +225,75 @@ def _key_suspects(machine: Any, bt: BodyTokens, path: tuple, top: tuple, key: st
             for k in bt.by_body.get(e[len(key):], ()):
                 sus[k] = True
     return np.nonzero(sus)[0]
+
+
+def pattern_close_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.ndarray]:
+    """Mask of the tokens that close a pattern string ('R' at a clean boundary) and go on: the
+    closed tokens of `body_tokens(v, 0, 0)` whose text before the quote steps the pattern from
+    (q, n) to where it may end (`_pattern_closers`, kept per (lang, q, n)), and whose suffix is
+    accepted after the string (`TextMachine.after_close`; the distinct suffixes walked). None where
+    this does not apply (the caller walks)."""
+    stack, sol = cfg
+    top = stack[-1]
+    if top[0] != "R" or top[4] != 0 or in_unique_item(machine, cfg) or \
+            (machine.unique and machine.canonical(top[1])):
+        return None
+    bt = body_tokens(v, 0, 0)
+    assert bt is not None  # the clean state is a body state
+    lang = machine.node_at(top[1]).lang
+    ok = _pattern_closers(v, bt, lang, top[2], top[3])
+    if not ok.any():
+        return v.empty_mask()
+    after = frozenset(machine.after_close(stack, sol))
+    if not after:
+        return v.empty_mask()
+    suffix_ok = np.zeros(len(bt.suffixes), dtype=bool)
+    found: list[int] = []
+    walk(machine, bt.suffix_trie, after, found)
+    suffix_ok[found] = True
+    if b"" in bt.suffixes:
+        suffix_ok[bt.suffixes.index(b"")] = True
+    ids = bt.c_ids[ok & suffix_ok[bt.c_suffix]]
+    return _mask_from_bool(v, ids) if len(ids) else v.empty_mask()
+
+
+MAX_CLOSERS = 4096  # per vocabulary and language: closer rows kept for reached (q, n) pairs
+
+
+def _pattern_closers(v: TokenVocab, bt: BodyTokens, lang: Any, q: int, n: int) -> np.ndarray:
+    """Boolean over `bt.c_ids`: does the token's text before its closing quote step the pattern
+    from (q, n) (`regex_byte`, byte by byte over a trie of those texts) to a state where the quote
+    may end the string?"""
+    c = _classes(v)
+    trie = c.get("closer_trie")
+    if trie is None:
+        trie = c["closer_trie"] = {}
+        for k, (t, i) in enumerate(zip(bt.c_ids.tolist(), bt.c_close.tolist())):
+            node = trie
+            for byte in v.token_bytes[t][:i]:
+                node = node.setdefault(byte, {})
+            node.setdefault(TOKEN_END, []).append(k)
+    entry = c.get(("C", lang))
+    if entry is None:
+        entry = c[("C", lang)] = {}
+    hit = entry.get((q, n))
+    if hit is not None:
+        return hit
+    out = np.zeros(len(bt.c_ids), dtype=bool)
+    todo = [(trie, ("R", (), q, n, 0, 0))]
+    while todo:
+        node, top = todo.pop()
+        ks = node.get(TOKEN_END)
+        if ks and regex_byte(lang, top, 0x22) == "end":
+            out[ks] = True
+        for b, child in node.items():
+            if b == TOKEN_END:
+                continue
+            nxt = regex_byte(lang, top, b)
+            if nxt is None or nxt == "end":
+                continue
+            todo.append((child, nxt))
+    if len(entry) >= MAX_CLOSERS:
+        entry.clear()
+    entry[(q, n)] = out
+    return out
