@@ -19,6 +19,11 @@ Each position is labelled by what the mask had to do: `forced` (one forced token
 kinds of the configurations' top tasks (e.g. `T esc0 pend0` inside a string body, `K esc0` a
 patterned key, `S+` inside a number or enum text), so the tail can be read by kind.
 
+With --engines a third worker (this checkout's environment) replays each walk of this checkout on
+xgrammar and llguidance (`jsonschemabench.Engines`: the same tokenizer, separators and compile
+options): each compiles the schema, then its mask call is timed at every position of the same
+token sequence until a token one of them rejects, so the three are compared on the same prefixes.
+
 --profile OUT runs this checkout alone under cProfile (mask calls only) and writes the stats.
 """
 from __future__ import annotations
@@ -104,6 +109,7 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None) -> dict
     cpu: list[float] = []
     wall: list[float] = []
     labels: list[str] = []
+    tokens: list[int] = []
     digest = hashlib.sha1()
     r["outcome"] = "cap"
 
@@ -125,6 +131,7 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None) -> dict
                 r["outcome"] = "dead end"
                 return
             t = jb.pick(rng, eng, ids)
+            tokens.append(t)
             if not m.accept(t):
                 r["outcome"] = "reject"
                 return
@@ -136,8 +143,54 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None) -> dict
         jb.guarded(jb.WALK_SECONDS, go)
     except jb._Timeout:
         r["outcome"] = "timeout"
-    r.update(cpu=cpu, wall=wall, labels=labels, masks_sha1=digest.hexdigest())
+    r.update(cpu=cpu, wall=wall, labels=labels, tokens=tokens, masks_sha1=digest.hexdigest())
     return r
+
+
+def replay_engines(eng: Any, rec: dict, tokens: list[int]) -> dict:
+    """xgrammar and llguidance on FactorSpec's walk: compile each, then at every position of the
+    token sequence time its mask call (wall) and accept the token; an engine that rejects a token
+    stops there (its language differs on that prefix)."""
+    from microbench import jsonschemabench as jb
+
+    r: dict = {"id": rec["id"], "engines": {}}
+    for k in ("xgrammar", "llguidance"):
+        t0 = time.perf_counter()
+        try:
+            handle = eng.compile(k, rec["schema"])
+        except Exception as e:  # noqa: BLE001 - refusals are recorded, not timed
+            r["engines"][k] = {"compile": jb.error_class(k, e)}
+            continue
+        out: dict = {"compile": "ok", "compile_ms": round(1e3 * (time.perf_counter() - t0), 2), "wall": [],
+                     "cpu": [], "outcome": "same walk"}
+        m = eng.matcher(k, handle)
+        for t in tokens:
+            c0, w0 = time.thread_time(), time.perf_counter()
+            m.mask()
+            w1, c1 = time.perf_counter(), time.thread_time()
+            out["wall"].append(w1 - w0)
+            out["cpu"].append(c1 - c0)
+            if not m.accept(t):
+                out["outcome"] = "rejected a token"
+                break
+        r["engines"][k] = out
+    return r
+
+
+def engines_worker(args: argparse.Namespace) -> int:
+    """Read 'index tokens...' lines from stdin, answer one JSON line each ('quit' ends)."""
+    from microbench import jsonschemabench as jb
+
+    eng = jb.Engines(args.tokenizer)
+    recs = jb.select(jb.load_corpus(Path(args.data) if args.data else jb.default_data_dir()), args.sample,
+                     args.seed)
+    print(json.dumps({"ready": len(recs)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() == "quit":
+            break
+        n, *toks = (int(x) for x in line.split())
+        print(json.dumps(replay_engines(eng, recs[n], toks)), flush=True)
+    return 0
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -161,9 +214,9 @@ def worker(args: argparse.Namespace) -> int:
 class Worker:
     """A worker process importing factorspec from `root` first."""
 
-    def __init__(self, root: Path, args: argparse.Namespace) -> None:
+    def __init__(self, root: Path, args: argparse.Namespace, mode: str = "--worker") -> None:
         env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{REPO}")
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--sample", str(args.sample),
+        cmd = [sys.executable, str(Path(__file__).resolve()), mode, "--sample", str(args.sample),
                "--seed", str(args.seed), "--cap", str(args.cap), "--tokenizer", args.tokenizer]
         if args.data:
             cmd += ["--data", args.data]
@@ -177,9 +230,9 @@ class Worker:
             raise RuntimeError(f"worker exited with {self.p.wait()}")
         return json.loads(line)
 
-    def run(self, n: int) -> dict:
+    def run(self, n: int, tokens: tuple = ()) -> dict:
         assert self.p.stdin is not None
-        self.p.stdin.write(f"{n}\n")
+        self.p.stdin.write(" ".join(map(str, (n, *tokens))) + "\n")
         self.p.stdin.flush()
         return self._read()
 
@@ -229,6 +282,25 @@ def summarize(results: list[dict]) -> dict:
             "by_kind_cpu_us": {k: stats(v) for k, v in kinds}, "tail_p99_kinds": dict(tail.most_common(10))}
 
 
+def engines_summary(replays: list[dict]) -> dict:
+    """Mask times on the schemas all three compile, over the positions each engine followed
+    FactorSpec's walk (its own figures beside FactorSpec's on the same positions)."""
+    both = [r for r in replays if all(r["engines"][k].get("compile") == "ok" for k in ("xgrammar", "llguidance"))]
+    out: dict = {"schemas": len(both), "compiled": {k: sum(1 for r in replays if r["engines"][k].get("compile") == "ok")
+                                                     for k in ("xgrammar", "llguidance")},
+                 "walked_to_end": {k: sum(1 for r in both if r["engines"][k]["outcome"] == "same walk")
+                                   for k in ("xgrammar", "llguidance")}}
+    n = [min(len(r["engines"][x]["cpu"]) for x in ("xgrammar", "llguidance")) for r in both]
+    out["factorspec"] = {"cpu_us": stats([t for r, m in zip(both, n) for t in r["fs"]["cpu"][:m]]),
+                         "wall_us": stats([t for r, m in zip(both, n) for t in r["fs"]["wall"][:m]])}
+    for k in ("xgrammar", "llguidance"):
+        out[k] = {"cpu_us": stats([t for r, m in zip(both, n) for t in r["engines"][k]["cpu"][:m]]),
+                  "wall_us": stats([t for r, m in zip(both, n) for t in r["engines"][k]["wall"][:m]]),
+                  "first_wall_us": stats([r["engines"][k]["wall"][0] for r in both if r["engines"][k]["wall"]])}
+    out["factorspec"]["first_wall_us"] = stats([r["fs"]["wall"][0] for r in both if r["fs"]["wall"]])
+    return out
+
+
 def _cell(s: dict, k: str) -> str:
     x = s.get(k)
     return "" if x is None else f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
@@ -269,6 +341,21 @@ def to_markdown(res: dict) -> str:
                                                                                       "total_s")) + " |")
         L += ["", "Kinds of the positions at or above p99: "
               + ", ".join(f"`{k}` {n}" for k, n in s["tail_p99_kinds"].items()) + "."]
+    e = res.get("engines")
+    if e:
+        L += ["", "## Beside xgrammar and llguidance (same run, FactorSpec's walk replayed)", "",
+              f"On the {e['schemas']} walked schemas that xgrammar ({e['compiled']['xgrammar']}) and llguidance "
+              f"({e['compiled']['llguidance']}) compile too, each engine's mask call is timed at every position of "
+              "this checkout's walk up to the first token one of them rejects (walks followed to the end: "
+              + ", ".join(f"{k} {n}" for k, n in e["walked_to_end"].items()) + "); FactorSpec's figures are this "
+              "checkout's on the same positions. Wall and thread CPU, us:", "",
+              "| engine | positions | CPU p50 | CPU p90 | CPU p99 | CPU max | wall p50 | wall p90 | wall p99 "
+              "| wall max | first mask wall p50 | first mask wall max |", "|---|---:|" + "---:|" * 10]
+        for k in ("factorspec", "xgrammar", "llguidance"):
+            c, w, f = e[k]["cpu_us"], e[k]["wall_us"], e[k]["first_wall_us"]
+            L.append(f"| {k} | {c.get('n', 0):,} | " + " | ".join(_cell(c, q) for q in ("p50", "p90", "p99", "max"))
+                     + " | " + " | ".join(_cell(w, q) for q in ("p50", "p90", "p99", "max")) + " | "
+                     + " | ".join(_cell(f, q) for q in ("p50", "max")) + " |")
     L += ["", "## Method", "", __doc__.split("\n\n", 2)[2].strip(), ""]
     return "\n".join(L)
 
@@ -282,15 +369,23 @@ def drive(args: argparse.Namespace) -> dict:
     workers = {k: Worker(root, args) for k, root in roots.items()}
     n = next(iter(workers.values())).ready
     results: dict[str, list[dict]] = {k: [] for k in workers}
+    others = Worker(REPO, args, "--engines-worker") if args.engines else None
+    replays: list[dict] = []
     try:
         for i in range(n):
             for k, w in workers.items():
                 results[k].append(w.run(i))
+            mine = results["this checkout"][-1]
+            if others is not None and mine.get("compile") == "ok" and mine["outcome"] != "timeout":
+                replays.append(others.run(i, tuple(mine["tokens"])) | {"fs": mine})
             if args.progress and (i + 1) % args.progress == 0:
                 print(f"{i + 1}/{n} {time.time() - t0:.0f}s load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     finally:
-        for w in workers.values():
+        for w in [*workers.values(), *([others] if others is not None else [])]:
             w.close()
+    for rs in results.values():
+        for r in rs:
+            r.pop("tokens", None)
     res: dict = {"command": "python -m microbench mask_sample " + " ".join(args.argv),
                  "args": vars(args) | {"argv": None},
                  "started_utc": started, "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
@@ -299,6 +394,8 @@ def drive(args: argparse.Namespace) -> dict:
                  "commits": {k: args.ref_commit if k == "reference" and args.ref_commit else _commit(root)
                              for k, root in roots.items()},
                  "versions": {k: summarize(rs) for k, rs in results.items()}}
+    if others is not None:
+        res["engines"] = engines_summary(replays)
     if args.ref:
         a, b = results["reference"], results["this checkout"]
         both = [(x, y) for x, y in zip(a, b) if x.get("compile") == "ok" and y.get("compile") == "ok"
@@ -340,7 +437,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--json", default="microbench/results/masks_jsonschemabench_sample.json")
     ap.add_argument("--md", default=None)
     ap.add_argument("--progress", type=int, default=25)
+    ap.add_argument("--engines", action="store_true",
+                    help="also time xgrammar and llguidance on this checkout's walks (a third worker)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--engines-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
@@ -350,6 +450,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     if args.worker:
         return worker(args)
+    if args.engines_worker:
+        return engines_worker(args)
     if args.profile:
         profile(args)
         return 0
