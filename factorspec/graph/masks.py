@@ -1,23 +1,24 @@
 """The token mask at a free choice: which tokens keep the text a prefix of some valid record.
 
 A token is allowed from a set of configurations iff it is allowed from one of them (the machine
-steps each configuration on its own), so the set is split:
-- configurations inside a string body with a length limit (a free-text value 'T' with maxLength)
-  at a clean boundary (no escape, no UTF-8 sequence pending): every plain string-content token
-  (complete UTF-8 without quote, backslash or control character) of at most `room` characters is
-  allowed, whatever follows: a string with room left can always go on or close. Those
-  come precomputed from `TokenVocab.plain_mask` (per room, shared by every spec), and the
-  vocabulary's special tokens (`special_trie`: quote, escapes, partial UTF-8) are walked.
-- configurations inside a string body with no length limit (an extra key, a string without
-  maxLength), at any escape or UTF-8 state: every token without a quote is classified once per
-  vocabulary and state (`body_mask`: it continues the body or not, whatever the context), and only
-  the tokens that hold a quote (`quote_trie`) are walked against the automaton, so a token that
-  closes the key or string and goes on is checked exactly.
-- every other configuration: a walk of the whole byte trie (cheap there: literals and numbers
-  prune it at the first bytes).
-The TextMachine keeps the masks it computed (`TextMachine.mask_cache`, bounded), so later requests
-of the spec that reach the same configurations (the first extra key of an object, a structural
-position) reuse them.
+steps each configuration on its own), so the set is split, each part by the cheapest exact means:
+- inside a string body (a value 'T' at any escape or UTF-8 state, an extra key 'X' at a clean
+  boundary), not in a text-unique item: token classes per vocabulary and body state
+  (`string_masks.string_body_mask`: continues the body, or closes it at byte i, with the
+  characters it starts), and only the distinct texts after a closing quote walked.
+- inside a pattern string ('R') or a patterned key ('K') at a clean boundary: plain tokens by DFA
+  classes (`regex_mask`), the other tokens that do not close the string by the pattern alone
+  (`special_mask`), both per reached (q, n); the closing tokens of a pattern string by classes
+  (`string_masks.pattern_close_mask`), a key's (whose close reads the declared and used keys) by a
+  walk of the tokens holding a quote; a key that an excluded key extends walks every special token.
+- inside a number or enum text ('S'): the mask after the scalar (cached like this one) and a walk
+  of the subtrees of bytes that continue the text (`scalar_text_mask`).
+- an extra key inside an escape or UTF-8 sequence: tokens without a quote by `body_mask`, the ones
+  with a quote walked; strings in text-unique items, and every other configuration: a walk of the
+  whole byte trie (cheap there: literals prune it at the first bytes).
+The TextMachine keeps the masks it computed (`TextMachine.mask_cache`, bounded, under `mask_key`),
+so later requests of the spec that reach the same configurations (the first extra key of an
+object, a structural position, the rest of a long string) reuse them.
 """
 from __future__ import annotations
 
