@@ -308,7 +308,8 @@ def _cell(s: dict, k: str) -> str:
 
 def to_markdown(res: dict) -> str:
     a = res["args"]
-    L = ["# FactorSpec mask time per token, JSONSchemaBench sample: reference vs this checkout", "",
+    title = "reference vs this checkout" if "reference" in res["versions"] else "this checkout"
+    L = [f"# FactorSpec mask time per token, JSONSchemaBench sample: {title}", "",
          f"Command: `{res['command']}`", "",
          f"Run {res['started_utc']} to {res['finished_utc']} UTC ({res['seconds']:.0f} s); load average (1/5/15 min) "
          f"at start {res['load_start']}, at end {res['load_end']}; 2 cores shared with other jobs. Tokenizer "
