@@ -15,6 +15,8 @@ SUBCOMMANDS: dict[str, str] = {
                        "per token on one walk, soundness by jsonschema); --sample N --seed S",
     "linear_sums": "sum / count / weighted sums over 200-5,000 fixed items: solve, check, feasible_values, "
                    "exists and a matcher walk per backend (issue #14)",
+    "mask_sample": "FactorSpec mask time per token on a seeded JSONSchemaBench sample, this checkout vs a "
+                   "reference checkout side by side (thread CPU, wall, first mask; identical rows checked)",
     "kill_readd": "CPU of a worker kill's re-adds in process: spec images loaded at the re-add vs specs a standby "
                   "held, and the moved requests' first step vs warm (issue #14)",
 }

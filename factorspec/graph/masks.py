@@ -1,23 +1,24 @@
 """The token mask at a free choice: which tokens keep the text a prefix of some valid record.
 
 A token is allowed from a set of configurations iff it is allowed from one of them (the machine
-steps each configuration on its own), so the set is split:
-- configurations inside a string body with a length limit (a free-text value 'T' with maxLength)
-  at a clean boundary (no escape, no UTF-8 sequence pending): every plain string-content token
-  (complete UTF-8 without quote, backslash or control character) of at most `room` characters is
-  allowed, whatever follows: a string with room left can always go on or close. Those
-  come precomputed from `TokenVocab.plain_mask` (per room, shared by every spec), and the
-  vocabulary's special tokens (`special_trie`: quote, escapes, partial UTF-8) are walked.
-- configurations inside a string body with no length limit (an extra key, a string without
-  maxLength), at any escape or UTF-8 state: every token without a quote is classified once per
-  vocabulary and state (`body_mask`: it continues the body or not, whatever the context), and only
-  the tokens that hold a quote (`quote_trie`) are walked against the automaton, so a token that
-  closes the key or string and goes on is checked exactly.
-- every other configuration: a walk of the whole byte trie (cheap there: literals and numbers
-  prune it at the first bytes).
-The TextMachine keeps the masks it computed (`TextMachine.mask_cache`, bounded), so later requests
-of the spec that reach the same configurations (the first extra key of an object, a structural
-position) reuse them.
+steps each configuration on its own), so the set is split, each part by the cheapest exact means:
+- inside a string body (a value 'T' at any escape or UTF-8 state, an extra key 'X' at a clean
+  boundary), not in a text-unique item: token classes per vocabulary and body state
+  (`string_masks.string_body_mask`: continues the body, or closes it at byte i, with the
+  characters it starts), and only the distinct texts after a closing quote walked.
+- inside a pattern string ('R') or a patterned key ('K') at a clean boundary: plain tokens by DFA
+  classes (`regex_mask`), the other tokens that do not close the string by the pattern alone
+  (`special_mask`), both per reached (q, n); the closing tokens of a pattern string by classes
+  (`string_masks.pattern_close_mask`), a key's (whose close reads the declared and used keys) by a
+  walk of the tokens holding a quote; a key that an excluded key extends walks every special token.
+- inside a number or enum text ('S'): the mask after the scalar (cached like this one) and a walk
+  of the subtrees of bytes that continue the text (`scalar_text_mask`).
+- an extra key inside an escape or UTF-8 sequence: tokens without a quote by `body_mask`, the ones
+  with a quote walked; strings in text-unique items, and every other configuration: a walk of the
+  whole byte trie (cheap there: literals prune it at the first bytes).
+The TextMachine keeps the masks it computed (`TextMachine.mask_cache`, bounded, under `mask_key`),
+so later requests of the spec that reach the same configurations (the first extra key of an
+object, a structural position, the rest of a long string) reuse them.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from factorspec.graph.textstate import _CONT, _ESC, _HEX
+from factorspec.graph.textstate import _CONT, _ESC, _HEX, regex_byte
 from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
 from factorspec.graph.unique_values import string_texts
 
@@ -132,7 +133,8 @@ def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
     where it cannot change the mask: when the string has reached its minLength and has more room
     left than any token can write, any such count allows the same tokens (a token adds at most
     `max_token_bytes` characters, so the maxLength never binds within it, and closing is allowed
-    either way). The cache key of `boundary_mask`, so a long string reuses one mask."""
+    either way); with no maxLength, any count past the minLength. The cache key of `boundary_mask`,
+    so a long string reuses one mask."""
     cap = v.max_token_bytes
     out = []
     changed = False
@@ -142,7 +144,7 @@ def mask_key(machine: Any, v: TokenVocab, cfgs: frozenset) -> frozenset:
         if top is not None and top[0] == "T" and not in_unique_item(machine, cfg):
             node = machine.node_at(top[1])
             hi, lo = getattr(node, "max_len", None), getattr(node, "min_len", 0)
-            if hi is not None and lo <= top[2] and hi - top[2] > cap and top[2] != lo:
+            if top[2] != lo and lo <= top[2] and (hi is None or hi - top[2] > cap):
                 cfg = (stack[:-1] + (("T", top[1], lo) + tuple(top[3:]),),) + tuple(cfg[1:])
                 changed = True
         out.append(cfg)
@@ -154,12 +156,20 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     ids: list[int] = []
     if machine.is_final(cfgs):
         ids.extend(v.stop_ids)
+    from factorspec.graph.string_masks import pattern_close_mask, string_body_mask  # (they build on this module)
+
     free: list[tuple] = []
     bounded: list[tuple] = []
     rest: list[tuple] = []
     states: set[tuple[int, int]] = set()
     room = 0  # the largest room among the bounded clean configurations
+    masks: list[np.ndarray] = []
     for cfg in cfgs:
+        if cfg[0] and cfg[0][-1][0] in ("T", "X"):
+            m = string_body_mask(machine, v, cfg)
+            if m is not None:
+                masks.append(m)
+                continue
         st = string_state(machine, cfg)
         if st is None:
             rest.append(cfg)
@@ -169,7 +179,6 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         else:
             bounded.append(cfg)
             room = max(room, st[0])
-    masks: list[np.ndarray] = []
     regex: list[tuple] = []
     if rest and getattr(machine, "unique", False):
         keep = []
@@ -191,15 +200,37 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
                 keep.append(cfg)
         rest = keep
     if regex:
-        # plain tokens (no quote, backslash or partial UTF-8) by DFA classes, per reached state;
-        # the vocabulary's special tokens are walked against the machine
+        # plain tokens (no quote, backslash or partial UTF-8) by DFA classes, per reached state; the
+        # special tokens without a quote by the pattern alone where that decides them
+        # (`special_mask`); the tokens with a quote (or every special one, for a key that an
+        # excluded key extends) are walked against the machine
+        quoted: list[tuple] = []
+        special: list[tuple] = []
         for cfg in regex:
             top = cfg[0][-1]
             if top[0] == "R":
-                masks.append(regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3]))
+                lang = machine.node_at(top[1]).lang
+                masks.append(regex_mask(v, lang, top[2], top[3]))
+                masks.append(special_mask(v, lang, top[2], top[3]))
+                closing = pattern_close_mask(machine, v, cfg)
+                if closing is None:
+                    quoted.append(cfg)
+                else:
+                    masks.append(closing)
+                continue
             else:
+                keys = machine.node_at(top[1]).keys
+                lang = keys.lang
                 masks.append(key_mask(machine, v, cfg))
-        walk(machine, v.special_trie, frozenset(regex), ids)
+                if keys._excluded_with(top[6], keys.declared | top[7]):
+                    special.append(cfg)
+                    continue
+            masks.append(special_mask(v, lang, top[2], top[3]))
+            quoted.append(cfg)
+        if quoted:
+            walk(machine, quote_trie(v), frozenset(quoted), ids)
+        if special:
+            walk(machine, v.special_trie, frozenset(special), ids)
     if free:
         # unlimited room: a token without a quote is allowed iff it continues the string body from
         # that escape/UTF-8 state (classes precomputed per vocabulary); only the tokens holding a
@@ -210,10 +241,51 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
         masks.append(v.plain_mask(room))
         walk(machine, v.special_trie, frozenset(bounded), ids)
     if rest:
+        keep = []
+        for cfg in rest:
+            m = scalar_text_mask(machine, v, cfg)
+            if m is None:
+                keep.append(cfg)
+            else:
+                masks.append(m)
+        rest = keep
+    if rest:
         walk(machine, v.trie, frozenset(rest), ids)
     out = v.mask_from_ids(ids)
     for m in masks:
         out = out | m
+    return out
+
+
+_NUMBER_BYTES = frozenset(b"-.0123456789")  # the bytes of a number text (textstate._NUM_PREFIX)
+
+
+def scalar_text_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.ndarray]:
+    """Mask of the tokens allowed inside a number or enum text ('S'), split as the machine steps
+    it: a token either ends the text before its first byte (then it is a token allowed from the
+    configurations after the scalar, a mask of its own, cached like every boundary mask: the same
+    after every number of a field), or its first byte continues the text (a number byte, or the
+    next byte of an enum text), so only those subtrees of the trie are walked. None inside a
+    text-unique item (the walk there)."""
+    stack, sol = cfg
+    if not stack or stack[-1][0] != "S" or in_unique_item(machine, cfg):
+        return None
+    top = stack[-1]
+    p = top[2]
+    texts = machine._texts(top[1], sol)
+    first = _NUMBER_BYTES if texts is None else {t[len(p)] for t in texts if len(t) > len(p) and t.startswith(p)}
+    ids: list[int] = []
+    walk(machine, {b: v.trie[b] for b in first if b in v.trie}, frozenset([cfg]), ids)
+    out = v.mask_from_ids(ids)
+    ended = machine._ended(cfg)
+    if ended:
+        after = frozenset(ended)
+        key = (v, mask_key(machine, v, after))
+        m = machine.mask_cache.get(key)
+        if m is None:
+            m = boundary_mask(machine, v, after)
+            machine.cache_mask(key, m)
+        out = out | (m & ~v.mask_from_ids(v.stop_ids))  # (stop tokens: the caller's is_final)
     return out
 
 
@@ -238,8 +310,9 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     A plain token is allowed iff each of its characters is a step of `lang.step` from (q, n): a
     DFA transition to a state from which some completion still fits the length bounds. Every plain
     token steps at once (`_plain_chars`: their code points, longest tokens first, so the live ones
-    at a character position are a prefix; the length after j characters is n + j for all of them);
-    masks are kept per reached (q, n)."""
+    at a character position are a prefix; the length after j characters is n + j for all of them),
+    and only the tokens not yet off the language are stepped further; masks are kept per reached
+    (q, n)."""
     c = _classes(v)
     key = ("R", lang)
     entry = c.get(key)
@@ -257,22 +330,69 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     tids, cps, starts, live = _plain_chars(v)
     cls, trans = entry["cls"], entry["trans"]
     dead = trans.shape[0] - 1
-    s = np.full(len(tids), q if 0 <= q < dead else dead, dtype=np.int32)
+    # only the tokens still alive are stepped (positions into tids, increasing): a token whose
+    # characters all stepped is done; the others die at their first character off the language
+    alive = np.arange(len(tids)) if 0 <= q < dead else np.zeros(0, dtype=np.int64)
+    s = np.full(len(alive), q, dtype=np.int32)
+    done = []
     for j, cnt in enumerate(live):
+        cut = int(np.searchsorted(alive, cnt))
+        done.append(alive[cut:])  # tokens of j characters
+        alive, s = alive[:cut], s[:cut]
+        if not len(alive):
+            break
         k = n + j + 1
         if lang.max_len is not None and k > lang.max_len:
-            s[:cnt] = dead
+            alive = alive[:0]
             break
         feas = entry["feas"].get(lang.norm(k))
         if feas is None:
             fm = lang.feasible_mask(lang.norm(k))
             feas = entry["feas"][lang.norm(k)] = np.array([fm >> t & 1 for t in range(dead)] + [0], dtype=bool)
-        t = trans[s[:cnt], cls[starts[:cnt] + j]]
-        s[:cnt] = np.where(feas[t], t, dead)
-    m = _mask_from_bool(v, tids[s != dead])
+        t = trans[s, cls[starts[alive] + j]]
+        ok = feas[t]
+        alive, s = alive[ok], t[ok]
+    done.append(alive)
+    m = _mask_from_bool(v, tids[np.concatenate(done)])
     if len(masks) >= MAX_REGEX_MASKS:
         masks.clear()
     masks[(q, n)] = m
+    return m
+
+
+def special_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
+    """Mask of the special tokens (escapes, partial UTF-8, quotes, control bytes) that continue a
+    pattern string from DFA state q after n characters at a clean boundary without closing it: a
+    walk of `TokenVocab.special_trie` with `regex_byte` alone (no machine: what the machine adds is
+    only after a closing quote, so a token reaching one is left out here; `pattern_close_mask` or a
+    walk takes those), kept per (q, n) like `regex_mask`'s. The same for a patterned key whose
+    prefix no declared or used key extends: `key_byte` then steps as `regex_byte` does."""
+    c = _classes(v)
+    entry = c.get(("S", lang))
+    if entry is None:
+        entry = c[("S", lang)] = {}
+    m = entry.get((q, n))
+    if m is not None:
+        return m
+    ids: list[int] = []
+    todo = [(v.special_trie, ("R", (), q, n, 0, 0))]
+    while todo:
+        node, top = todo.pop()
+        for b, child in node.items():
+            if b == TOKEN_END:
+                continue
+            nxt = regex_byte(lang, top, b)
+            if nxt is None or nxt == "end":
+                continue
+            tids = child.get(TOKEN_END)
+            if tids:
+                ids.extend(tids)
+            if len(child) > (1 if tids else 0):
+                todo.append((child, nxt))
+    m = v.mask_from_ids(ids)
+    if len(entry) >= MAX_REGEX_MASKS:
+        entry.clear()
+    entry[(q, n)] = m
     return m
 
 

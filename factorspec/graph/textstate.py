@@ -644,7 +644,7 @@ class TextMachine:
                 return
             stack = self._fed(stack, b)  # (only for a byte the task takes)
             if nxt == "end":
-                out.extend(self.expand((stack[:-1], sol)))
+                out.extend(self.after_close(stack, sol))
             else:
                 out.append((stack[:-1] + (nxt,), sol))
         elif kind == "K":
@@ -671,15 +671,22 @@ class TextMachine:
                 return
             stack = self._fed(stack, b)  # (only for a byte the task takes)
             if nxt[0] == "end":
-                # below the key: its separator, its value, then the members task; record the key there
-                below = stack[:-1]
-                i = len(below) - 3
-                e = below[i]
-                assert e[0] in ("E", "G")  # an open object's members, or an any-value's in a unique item
-                below = below[:i] + ((e[0], e[1], e[2], e[3] | {nxt[1]}),) + below[i + 1:]
-                out.extend(self.expand((below, sol)))
+                out.extend(self.after_close(stack, sol, nxt[1]))
             else:
                 out.append((stack[:-1] + (nxt,), sol))
+
+    def after_close(self, stack: tuple, sol: Any, key: Optional[str] = None) -> list[Config]:
+        """The configurations after the closing quote of the string body on top of `stack` (already
+        fed the quote): a 'T' value's, or with `key` an 'X' extra key's, recorded as used in the
+        members task below its separator and value. No check here (minLength, a key declared or
+        used): `_step_one` makes those, and `string_masks` asks this for the text after the quote."""
+        below = stack[:-1]
+        if key is not None:
+            i = len(below) - 3
+            e = below[i]
+            assert e[0] in ("E", "G")  # an open object's members, or an any-value's in a unique item
+            below = below[:i] + ((e[0], e[1], e[2], e[3] | {key}),) + below[i + 1:]
+        return self.expand((below, sol))
 
     def _ended(self, cfg: Config) -> tuple:
         """The configurations after ending the scalar whose text is under way at the top of `cfg`
