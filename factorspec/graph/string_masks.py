@@ -175,12 +175,7 @@ def string_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
     after = frozenset(machine.after_close(stack, sol, key))
     if not after:
         return out
-    suffix_ok = np.zeros(len(bt.suffixes), dtype=bool)
-    found: list[int] = []
-    walk(machine, bt.suffix_trie, after, found)
-    suffix_ok[found] = True
-    if b"" in bt.suffixes:
-        suffix_ok[bt.suffixes.index(b"")] = True
+    suffix_ok = _suffixes_accepted(machine, bt, after)
     sel = suffix_ok[bt.c_suffix]
     if room is not None:
         sel &= bt.c_started <= room
@@ -206,6 +201,19 @@ def string_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
     if not len(ids):
         return out
     return out | _mask_from_bool(v, ids)
+
+
+def _suffixes_accepted(machine: Any, bt: BodyTokens, after: frozenset) -> np.ndarray:
+    """Boolean over `bt.suffixes`: is the text after a token's closing quote accepted from the
+    configurations `after` the close (the distinct suffixes walked once, over their trie; the
+    empty suffix always is)?"""
+    suffix_ok = np.zeros(len(bt.suffixes), dtype=bool)
+    found: list[int] = []
+    walk(machine, bt.suffix_trie, after, found)
+    suffix_ok[found] = True
+    if b"" in bt.suffixes:
+        suffix_ok[bt.suffixes.index(b"")] = True
+    return suffix_ok
 
 
 def _key_suspects(machine: Any, bt: BodyTokens, path: tuple, top: tuple, key: str,
@@ -247,12 +255,7 @@ def pattern_close_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.n
     after = frozenset(machine.after_close(stack, sol))
     if not after:
         return v.empty_mask()
-    suffix_ok = np.zeros(len(bt.suffixes), dtype=bool)
-    found: list[int] = []
-    walk(machine, bt.suffix_trie, after, found)
-    suffix_ok[found] = True
-    if b"" in bt.suffixes:
-        suffix_ok[bt.suffixes.index(b"")] = True
+    suffix_ok = _suffixes_accepted(machine, bt, after)
     ids = bt.c_ids[ok & suffix_ok[bt.c_suffix]]
     return _mask_from_bool(v, ids) if len(ids) else v.empty_mask()
 

@@ -19,7 +19,7 @@ from factorspec.graph.backends import cpsat  # noqa: E402
 from factorspec.graph.record_pool import RecordPool  # noqa: E402
 from factorspec.graph.solver import Budget  # noqa: E402
 
-from .test_generality import WILD, _brute, _order  # noqa: E402
+from .test_generality import _brute, _order, walk_against_projections  # noqa: E402
 
 WALKED = ("round_robin", "packing", "latin", "shift_roster", "meetings", "seating")
 
@@ -31,19 +31,7 @@ def _walks(name: str, backend: str, walks: int = 2) -> None:
     order = _order(cs)
     rng = random.Random(f"{name}-{backend}")
     for _walk in range(walks):
-        st: Any = cs.root()
-        prefix: list[int] = []
-        for k, var in enumerate(order):
-            live = [p for p in projs if all(a == WILD or a == b for a, b in zip(p, prefix))]
-            want: set = set()
-            for p in live:
-                want |= set(range(var.lo, var.hi + 1)) if p[k] == WILD else {p[k]}
-            got = st.feasible_values(var.id)
-            assert set(got) == want, f"{name}/{backend}: {var.name} after {prefix}: {sorted(got)} != {sorted(want)}"
-            value = rng.choice(got)
-            st = st.assign(var.id, value)
-            assert st is not None
-            prefix.append(value)
+        walk_against_projections(cs, order, projs, rng, f"{name}/{backend}")
 
 
 @pytest.mark.parametrize("backend", ["own", "cpsat", "auto"])

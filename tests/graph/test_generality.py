@@ -76,25 +76,32 @@ def test_check_count_and_solve_match_brute_force(name: str) -> None:
     assert kind.valid(rec) and cs.check(rec) == []
 
 
+def walk_against_projections(cs: Any, order: list, projs: list, rng: random.Random, label: str) -> list[int]:
+    """One random decoding walk in `order` whose every `feasible_values` answer must equal the
+    values that brute force's valid projections extending the prefix have; the values taken."""
+    st: Any = cs.root()
+    prefix: list[int] = []
+    for k, var in enumerate(order):
+        live = [p for p in projs if all(a == WILD or a == b for a, b in zip(p, prefix))]
+        want: set = set()
+        for p in live:
+            want |= set(range(var.lo, var.hi + 1)) if p[k] == WILD else {p[k]}
+        got = st.feasible_values(var.id)
+        assert set(got) == want, f"{label}: {var.name} after {prefix}: {sorted(got)} != {sorted(want)}"
+        value = rng.choice(got)  # never empty: `want` is not (a live projection extends the prefix)
+        st = st.assign(var.id, value)
+        assert st is not None, f"{label}: dead end after {var.name}={value}"
+        prefix.append(value)
+    return prefix
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_solver_walks_match_brute_force(name: str) -> None:
     kind, cs, _valid, projs = _brute(name)
     order = _order(cs)
     rng = random.Random(13)
     for _walk in range(6):
-        st: Any = cs.root()
-        prefix: list[int] = []
-        for k, var in enumerate(order):
-            live = [p for p in projs if all(a == WILD or a == b for a, b in zip(p, prefix))]
-            want: set = set()
-            for p in live:
-                want |= set(range(var.lo, var.hi + 1)) if p[k] == WILD else {p[k]}
-            got = st.feasible_values(var.id)
-            assert set(got) == want, f"{name}: {var.name} after {prefix}: {sorted(got)} != {sorted(want)}"
-            value = rng.choice(got)  # never empty: `want` is not (a live projection extends the prefix)
-            st = st.assign(var.id, value)
-            assert st is not None, f"{name}: dead end after {var.name}={value}"
-            prefix.append(value)
+        prefix = walk_against_projections(cs, order, projs, rng, name)
         A = [0] * len(cs.vars)
         for var, value in zip(order, prefix):
             A[var.id] = value
