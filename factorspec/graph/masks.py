@@ -367,10 +367,7 @@ def special_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     only after a closing quote, so a token reaching one is left out here; `pattern_close_mask` or a
     walk takes those), kept per (q, n) like `regex_mask`'s. The same for a patterned key whose
     prefix no declared or used key extends: `key_byte` then steps as `regex_byte` does."""
-    c = _classes(v)
-    entry = c.get(("S", lang))
-    if entry is None:
-        entry = c[("S", lang)] = {}
+    entry = _classes(v).setdefault(("S", lang), {})
     m = entry.get((q, n))
     if m is not None:
         return m
@@ -552,23 +549,32 @@ def _body_table() -> tuple[dict[tuple[int, int], int], np.ndarray]:
     return index, table
 
 
-def _body_ends(v: TokenVocab, esc: int, pend: int) -> np.ndarray:
-    """Boolean per token id: is it a non-empty, non-stop token without a quote whose bytes continue a
-    string body from (esc, pend)? All tokens step together through `_body_table`, one byte
-    position at a time (tokens ordered by length, so the live ones are a prefix)."""
+def body_packed(v: TokenVocab, with_quotes: bool) -> tuple:
+    """The vocabulary packed for stepping every token through `_body_table` at once, made once
+    per vocabulary: (state index, table, candidate token ids ordered by length, their bytes
+    concatenated, each one's start, how many are still live at each byte position). Candidates:
+    the non-empty, non-stop tokens; with `with_quotes` False, only those without a quote."""
     c = _classes(v)
-    prep = c.get("body")
+    key = ("body_packed", with_quotes)
+    prep = c.get(key)
     if prep is None:
         index, table = _body_table()
         stop = set(v.stop_ids)
-        cand = [t for t, b in enumerate(v.token_bytes) if b and t not in stop and 0x22 not in b]
+        cand = [t for t, b in enumerate(v.token_bytes) if b and t not in stop and (with_quotes or 0x22 not in b)]
         cand.sort(key=lambda t: -len(v.token_bytes[t]))
         lens = np.array([len(v.token_bytes[t]) for t in cand], dtype=np.int64)
         flat = np.frombuffer(b"".join(v.token_bytes[t] for t in cand), dtype=np.uint8)
         starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
         live = [int(np.count_nonzero(lens > j)) for j in range(int(lens.max()) if len(lens) else 0)]
-        prep = c["body"] = (index, table, np.array(cand, dtype=np.int64), flat, starts, live)
-    index, table, cand_ids, flat, starts, live = prep
+        prep = c[key] = (index, table, np.array(cand, dtype=np.int64), flat, starts, live)
+    return prep
+
+
+def _body_ends(v: TokenVocab, esc: int, pend: int) -> np.ndarray:
+    """Boolean per token id: is it a non-empty, non-stop token without a quote whose bytes continue a
+    string body from (esc, pend)? All tokens step together through `_body_table`, one byte
+    position at a time (tokens ordered by length, so the live ones are a prefix)."""
+    index, table, cand_ids, flat, starts, live = body_packed(v, with_quotes=False)
     out = np.zeros(v.vocab_size, dtype=bool)
     if (esc, pend) not in index:
         return out  # not a state of a string body

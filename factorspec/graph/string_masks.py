@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from factorspec.graph.masks import _body_table, _classes, _mask_from_bool, in_unique_item, walk
+from factorspec.graph.masks import _classes, _mask_from_bool, body_packed, in_unique_item, walk
 from factorspec.graph.textstate import regex_byte
 from factorspec.graph.token_vocab import TOKEN_END, TokenVocab
 
@@ -73,18 +73,7 @@ def body_tokens(v: TokenVocab, esc: int, pend: int) -> Optional[BodyTokens]:
     hit = c.get(key)
     if hit is not None or key in c:
         return hit
-    prep = c.get("body_tokens_prep")
-    if prep is None:
-        index, table = _body_table()
-        stop = set(v.stop_ids)
-        cand = [t for t, b in enumerate(v.token_bytes) if b and t not in stop]
-        cand.sort(key=lambda t: -len(v.token_bytes[t]))
-        lens = np.array([len(v.token_bytes[t]) for t in cand], dtype=np.int64)
-        flat = np.frombuffer(b"".join(v.token_bytes[t] for t in cand), dtype=np.uint8)
-        starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-        live = [int(np.count_nonzero(lens > j)) for j in range(int(lens.max()) if len(lens) else 0)]
-        prep = c["body_tokens_prep"] = (index, table, np.array(cand, dtype=np.int64), flat, starts, live)
-    index, table, cand_ids, flat, starts, live = prep
+    index, table, cand_ids, flat, starts, live = body_packed(v, with_quotes=True)
     if (esc, pend) not in index:
         c[key] = None
         return None
@@ -276,9 +265,7 @@ def _pattern_closers(v: TokenVocab, bt: BodyTokens, lang: Any, q: int, n: int) -
             for byte in v.token_bytes[t][:i]:
                 node = node.setdefault(byte, {})
             node.setdefault(TOKEN_END, []).append(k)
-    entry = c.get(("C", lang))
-    if entry is None:
-        entry = c[("C", lang)] = {}
+    entry = c.setdefault(("C", lang), {})
     hit = entry.get((q, n))
     if hit is not None:
         return hit
