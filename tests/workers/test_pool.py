@@ -16,7 +16,8 @@ from factorspec.graph import compile_spec
 from factorspec.workers import (BytesVocab, MaskWorkerPool, PoolError, RequestFailed, StepItem, StepTimeout,
                                 WorkerCrashed)
 from factorspec.graph.matcher import Matcher
-from worker_helpers import STOP, VOCAB, VOCAB_SIZE, certain_chain, decode, example_spec, pick, plan_specs
+from worker_helpers import (STOP, VOCAB, VOCAB_SIZE, certain_chain, decode, example_spec, pick, plan_specs,
+                            wait_caught_up)
 
 
 
@@ -31,15 +32,6 @@ class _BadVocab:
 
     def __call__(self) -> None:
         raise RuntimeError("no vocabulary here")
-
-
-def _wait_caught_up(pool: MaskWorkerPool, timeout: float = 30.0) -> None:
-    """Until the mirror spare has built its vocabulary, compiled every request's shadow and
-    followed its tokens (a shadow not compiled yet when its worker dies is re-added elsewhere)."""
-    deadline = time.monotonic() + timeout
-    while not pool.mirror_caught_up():
-        assert time.monotonic() < deadline, "the mirror did not start"
-        time.sleep(0.005)  # (mirror_caught_up reads the pipes)
 
 
 def _local(spec: dict) -> Matcher:
@@ -197,7 +189,7 @@ def test_killed_worker_requests_are_replayed_with_identical_masks(mirror: bool) 
             for k, s in enumerate(specs):
                 pool.add_request(k, s, wait=True)
             if mirror:
-                _wait_caught_up(pool)
+                wait_caught_up(pool)
             res = pool.step([(k, [], k, 4) for k in range(6)])
             for step in range(3):
                 if kill and step == 1:

@@ -129,3 +129,21 @@ class CrashingVocab:
         import signal
 
         os.kill(os.getpid(), signal.SIGSEGV)
+
+
+# waits for the spare to catch up: a correctness precondition, not a speed check. The spare runs
+# at low OS priority (worker.SPARE_NICE) and on a busy host (a parallel test run, load 5 or more)
+# it gets the CPU only in gaps, so the wait is generous; a spare that never catches up still fails
+CATCH_UP_S = 180.0
+
+
+def wait_caught_up(pool: Any, timeout: float = CATCH_UP_S, what: Any = None) -> None:
+    """Until the mirror spare has built its vocabulary, compiled every shadow sent to it and
+    followed its tokens (or until `what()`): a shadow not compiled yet when its worker dies is
+    re-added elsewhere, which the tests that count promotions must not meet."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (what or pool.mirror_caught_up)():
+        assert time.monotonic() < deadline, f"the spare did not catch up within {timeout:g} s"
+        time.sleep(0.005)  # (mirror_caught_up reads the pipes)
