@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import decimal
 import functools
 import json
+import math
 import os
 import platform
 import random
@@ -48,6 +50,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Optional, cast
 
@@ -101,20 +104,50 @@ def select(recs: list[dict], sample: int = 0, seed: int = 0, limit: int = 0,
 
 
 # -- validation and error classes ------------------------------------------------------------------
+def exact_numbers(x: Any) -> Any:
+    """`x` with every float replaced by the Decimal of its shortest text (the text a schema or an
+    instance wrote, for every float that text round-trips) and every integral number by an int:
+    with floats, jsonschema's multipleOf
+    divides in binary and calls -32.48 no multiple of 0.01 (-32.48 / 0.01 = -3247.9999999999995)."""
+    if isinstance(x, (float, Decimal)):
+        if not x.is_finite() if isinstance(x, Decimal) else not math.isfinite(x):
+            return x
+        d = Decimal(repr(x)) if isinstance(x, float) else x
+        # an integral number is an integer (every draft since 6; Draft 4's "1.0 is no integer" is
+        # not applied here, so another engine's "5.0" for an integer is not called unsound)
+        return int(d) if d == d.to_integral_value() else d
+    if isinstance(x, dict):
+        return {k: exact_numbers(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [exact_numbers(v) for v in x]
+    return x
+
+
+def load_instance(text: bytes) -> Any:
+    """A finished record's text as JSON with its non-integers as Decimal (exactly as written)."""
+    return json.loads(text.decode("utf-8"), parse_float=Decimal)
+
+
 def validator_errors(schema: Any, instance: Any) -> list[str]:
     """Errors of `instance` under the `jsonschema` package (the schema's own draft, else 2020-12;
     draft 4 where a later draft's validator cannot read a draft-04 keyword form). `format` is not
-    asserted (it is an annotation by default in every draft since 2019-09)."""
+    asserted (it is an annotation by default in every draft since 2019-09). Numbers are compared
+    exactly: the schema's and the instance's non-integers as Decimal (`exact_numbers`), in a decimal
+    context wide enough that a remainder of any JSON number the corpus holds is exact."""
     import jsonschema
     from jsonschema.validators import validator_for
     if not isinstance(schema, dict):
         schema = {} if schema is True else {"not": {}}
+    schema, instance = exact_numbers(schema), exact_numbers(instance)
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in cls(schema).iter_errors(instance)]
-    except Exception:  # noqa: BLE001 - a draft-04 keyword form under a later draft's validator
-        v4 = jsonschema.Draft4Validator(schema)
-        return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in v4.iter_errors(instance)]
+    with decimal.localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = 100_000, decimal.MAX_EMAX, decimal.MIN_EMIN
+        try:
+            return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}"
+                    for e in cls(schema).iter_errors(instance)]
+        except Exception:  # noqa: BLE001 - a draft-04 keyword form under a later draft's validator
+            v4 = jsonschema.Draft4Validator(schema)
+            return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}" for e in v4.iter_errors(instance)]
 
 
 _JSON_KEYWORDS = {
@@ -389,7 +422,7 @@ def own_walk(eng: Engines, engine: str, handle: Any, seed: int, cap: int) -> dic
 def soundness(schema: Any, text: bytes) -> Optional[str]:
     """None when `text` is a JSON instance the validator accepts, else why not."""
     try:
-        inst = json.loads(text.decode("utf-8"))
+        inst = load_instance(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         if isinstance(e, UnicodeDecodeError):
             return f"not UTF-8: {e.reason}, bytes {text[e.start:e.start + 4].hex(' ')}"

@@ -39,7 +39,7 @@ from factorspec.graph import compile_spec
 from factorspec.graph.solver import Budget
 from factorspec.graph.textstate import TextMachine
 from factorspec.graph.token_vocab import unpack_mask
-from microbench.jsonschemabench import load_corpus, validator_errors
+from microbench.jsonschemabench import load_corpus, load_instance, validator_errors
 
 from .conftest import Walker, _escape_in_bounded_string, load_tok, load_vocab, load_xgr_info
 
@@ -340,7 +340,7 @@ def run_one(rec: dict, seed: int, xgr_compiler: Any, cap: int = FINISH_CAP, comp
                 inst = json.loads(x["text"].decode("utf-8"))
                 bad = cs.check(inst)
                 assert not bad, f"finished record fails the spec: {[str(b) for b in bad][:3]}"
-                errs = validator_errors(schema, inst)
+                errs = validator_errors(schema, load_instance(x["text"]))
                 assert not errs, f"finished instance {x['text'][:200]!r} fails jsonschema: {errs[:3]}"
         return out
     except _Timeout:
@@ -377,6 +377,20 @@ def test_validator_oracle_rejects_bad_instances() -> None:
     d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "maximum": 3,
           "exclusiveMaximum": True}
     assert validator_errors(d4, 2) == [] and validator_errors(d4, 3)
+
+
+def test_validator_oracle_computes_multiple_of_exactly() -> None:
+    """multipleOf in decimal, as JSON Schema means it: float division calls -32.48 no multiple of
+    0.01 (a record of Github_easy/o46416 that FactorSpec wrote, valid); -32.485 is none, nor 10 of 3,
+    and numbers past a float's range are compared exactly."""
+    s = {"type": "object", "properties": {"amount": {"type": "number", "multipleOf": 0.01},
+                                          "n": {"type": "integer", "multipleOf": 3, "maximum": 1e308}}}
+    assert validator_errors(s, load_instance(b'{"amount": -32.48, "n": 9}')) == []
+    assert validator_errors(s, {"amount": -32.48}) == []  # a float instance is read by its text
+    assert validator_errors(s, load_instance(b'{"amount": -32.485}'))
+    assert validator_errors(s, load_instance(b'{"n": 10}'))
+    assert validator_errors(s, load_instance(b'{"amount": 1e400, "n": 999}')) == []
+    assert validator_errors(s, load_instance(b'{"n": 3e308}'))
 
 
 def test_xgrammar_drops_keywords_beside_one_of() -> None:
