@@ -104,6 +104,9 @@ def select(recs: list[dict], sample: int = 0, seed: int = 0, limit: int = 0,
 
 
 # -- validation and error classes ------------------------------------------------------------------
+INT_DIGITS = 4000  # integral Decimals of fewer digits become ints (exact_numbers)
+
+
 def exact_numbers(x: Any) -> Any:
     """`x` with every float replaced by the Decimal of its shortest text (the text a schema or an
     instance wrote, for every float that text round-trips) and every integral number by an int:
@@ -114,8 +117,9 @@ def exact_numbers(x: Any) -> Any:
             return x
         d = Decimal(repr(x)) if isinstance(x, float) else x
         # an integral number is an integer (every draft since 6; Draft 4's "1.0 is no integer" is
-        # not applied here, so another engine's "5.0" for an integer is not called unsound)
-        return int(d) if d == d.to_integral_value() else d
+        # not applied here, so another engine's "5.0" for an integer is not called unsound); only
+        # up to INT_DIGITS digits: a walk may write 1e999999999, whose int would take minutes
+        return int(d) if d.adjusted() < INT_DIGITS and d == d.to_integral_value() else d
     if isinstance(x, dict):
         return {k: exact_numbers(v) for k, v in x.items()}
     if isinstance(x, list):
@@ -141,6 +145,8 @@ def validator_errors(schema: Any, instance: Any) -> list[str]:
     schema, instance = exact_numbers(schema), exact_numbers(instance)
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
     with decimal.localcontext() as ctx:
+        # multipleOf's remainder needs the quotient's digits: exact for any quotient under 10^5
+        # digits; a larger one raises InvalidOperation (reported as the validator's failure)
         ctx.prec, ctx.Emax, ctx.Emin = 100_000, decimal.MAX_EMAX, decimal.MIN_EMIN
         try:
             return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:120]}"
