@@ -127,9 +127,19 @@ def exact_numbers(x: Any) -> Any:
     return x
 
 
+def _decimal_or_float(text: str) -> Any:
+    """A JSON non-integer as Decimal, or as float where its exponent is past even Decimal's range
+    (a walk may write 1e99999999999999999999): then inf or 0.0, which compare right with every
+    bound a schema can write."""
+    try:
+        return Decimal(text)
+    except decimal.InvalidOperation:
+        return float(text)
+
+
 def load_instance(text: bytes) -> Any:
     """A finished record's text as JSON with its non-integers as Decimal (exactly as written)."""
-    return json.loads(text.decode("utf-8"), parse_float=Decimal)
+    return json.loads(text.decode("utf-8"), parse_float=_decimal_or_float)
 
 
 def validator_errors(schema: Any, instance: Any) -> list[str]:

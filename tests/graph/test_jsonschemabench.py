@@ -392,6 +392,8 @@ def test_validator_oracle_computes_multiple_of_exactly() -> None:
     assert validator_errors(s, load_instance(b'{"amount": 1e400, "n": 999}')) == []
     assert validator_errors(s, load_instance(b'{"n": 3e308}'))
     assert validator_errors({"type": "number"}, load_instance(b"1e999999999")) == []  # at once, no giant int
+    assert validator_errors({"maximum": 5}, load_instance(b"1e99999999999999999999"))  # past Decimal's range
+    assert validator_errors({"minimum": 0}, load_instance(b"1e-99999999999999999999")) == []
 
 
 def test_xgrammar_drops_keywords_beside_one_of() -> None:
