@@ -42,17 +42,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
-from factorspec.graph.domain import Domain, Domains, Narrowing
+from factorspec.graph.domain import Domains, Narrowing
 from factorspec.graph.expr import Abstract, Node, T, U
 
 Probe = Callable[["DistinctSequence"], list[list[int]]]  # the windows [j][v] -> bitset of tau_j
 
 
-def _mask(d: Domain) -> int:
+_MASKS: dict[frozenset, int] = {}  # a slot's domain -> its bitmask (domains recur over runs and nodes)
+_SETS: dict[int, frozenset] = {}  # the reverse, for the domains this node writes: one object per set
+
+
+def _mask(d: frozenset) -> int:
+    got = _MASKS.get(d)
+    if got is not None:
+        return got
     m = 0
     for k in d:
         m |= 1 << k
+    if len(_MASKS) > 100_000:
+        _MASKS.clear()
+    _MASKS[d] = m
     return m
+
+
+def _set_of(m: int) -> frozenset:
+    """The domain with the values of bitmask m (the same object each time: its hash is kept)."""
+    got = _SETS.get(m)
+    if got is None:
+        got = frozenset(_bits(m))
+        if len(_SETS) > 100_000:
+            _SETS.clear()
+        _SETS[m] = got
+        if len(_MASKS) > 100_000:
+            _MASKS.clear()
+        _MASKS[got] = m
+    return got
 
 
 _BITS: dict[int, tuple[int, ...]] = {}  # mask -> its bits: the same masks recur at every search node
@@ -141,25 +165,30 @@ class DistinctSequence(Node):
                 return got
         assert self.chain is not None  # the time rules run only with a chain
         out = -1
-        memo = self._tau_memo
         for vid, off in self.chain[j]:
             d = D[vid]
             if not isinstance(d, frozenset):
                 return None
-            m = memo.get((off + self.base, d))
-            if m is None:
-                m = 0
-                for t in d:
-                    b = t - off - self.base
-                    if b >= 0:
-                        m |= 1 << b
-                if len(memo) > 50_000:
-                    memo.clear()
-                memo[(off + self.base, d)] = m
-            out &= m
+            out &= self._bitset(off, d)
         if tc is not None:
             tc[j] = out
         return out
+
+    def _bitset(self, off: int, d: frozenset) -> int:
+        """A chain member's values (value - off) as a bitset of tau (bit t - base); memoised."""
+        memo = self._tau_memo
+        key = (off + self.base, d)
+        m = memo.get(key)
+        if m is None:
+            m = 0
+            for t in d:
+                b = t - key[0]
+                if b >= 0:
+                    m |= 1 << b
+            if len(memo) > 50_000:
+                memo.clear()
+            memo[key] = m
+        return m
 
     def _set_tau(self, C: Narrowing, j: int, allowed: int, tc: Optional[dict] = None) -> bool:
         assert self.chain is not None
@@ -167,15 +196,20 @@ class DistinctSequence(Node):
         memo = self._tau_memo
         for vid, off in self.chain[j]:
             d = C.D[vid]
-            m = memo.get((off + base, d))
-            if m is not None and isinstance(d, frozenset) and len(d) == bin(m).count("1"):
-                # the member's bitset is known (every value on it): drop the times not allowed
-                gone = m & ~allowed
-                if not gone:
+            if isinstance(d, frozenset):
+                m = self._bitset(off, d)
+                if len(d) == m.bit_count():
+                    # every value of the member is on its bitset: drop the times not allowed, and
+                    # keep the narrowed member's bitset (read again by the next narrowing)
+                    gone = m & ~allowed
+                    if not gone:
+                        continue
+                    nd = d.difference([b + off + base for b in _bits(gone)])
+                    memo[(off + base, nd)] = m & allowed
+                    if not C.set(vid, nd):
+                        return False
                     continue
-                nd = d.difference([b + off + base for b in _bits(gone)])
-            else:
-                nd = frozenset(t for t in d if t - off - base >= 0 and allowed >> (t - off - base) & 1)
+            nd = frozenset(t for t in d if t - off - base >= 0 and allowed >> (t - off - base) & 1)
             if len(nd) != len(d) and not C.set(vid, nd):
                 return False
         if tc is not None and j in tc:
@@ -204,9 +238,8 @@ class DistinctSequence(Node):
         if not ok:
             return False
         for j in range(n):
-            if dm[j] != orig[j]:
-                d = D[xs[j]]
-                if not C.set(xs[j], frozenset(k for k in d if dm[j] >> k & 1)):
+            if dm[j] != orig[j]:  # (a subset of the slot's domain: only values of it were ever in dm)
+                if not C.set(xs[j], _set_of(dm[j])):
                     return False
         return True
 
@@ -285,7 +318,6 @@ class DistinctSequence(Node):
         taus: list[int] = []
         steps = 0
         W: list[list[int]] = []
-        h: list[Optional[int]] = []
         if chain:
             assert self.chain is not None
             steps = len(self.chain) - 1
@@ -299,7 +331,11 @@ class DistinctSequence(Node):
             if chain:
                 self._ensure_windows(D)
                 assert self.windows is not None and self.h is not None
-                W, h = self.windows, self.h
+                W = self.windows
+        by_step = self._steps_of() if chain else []
+        stepped = 0  # the values with a step (the others cannot sit on the chain)
+        for _, hm in by_step:
+            stepped |= hm
         full = (1 << n) - 1
         # a link's revision reads only its four members (and static tables and windows), so a
         # link whose members are as at the end of an earlier call (of this run, else of the
@@ -328,18 +364,24 @@ class DistinctSequence(Node):
             j = low.bit_length() - 1
             x0, x1 = dm[j], dm[j + 1] if j + 1 < n else 0
             if chain and j < steps:
-                # v stays at j iff some start in tau_j and in its window ends in tau_{j+1}
+                # v stays at j iff some start in tau_j and in its window ends in tau_{j+1}; by
+                # step (the values of one step share their starts' bound t & (t1 >> step))
                 t, t1 = taus[j], taus[j + 1]
-                wj, back, keep, ahead = W[j], 0, 0, 0
-                for v in _bits(x0):
-                    hs = h[v]
-                    if hs is None:
+                wj, back, keep, ahead = W[j], 0, x0 & stepped, 0
+                for hs, hm in by_step:
+                    xs = x0 & hm
+                    if not xs:
                         continue
-                    w = wj[v] & t & (t1 >> hs)
-                    if w:
-                        back |= w
-                        keep |= 1 << v
-                        ahead |= w << hs
+                    a = t & (t1 >> hs)
+                    b = 0
+                    for v in _bits(xs):
+                        w = wj[v] & a
+                        if w:
+                            b |= w
+                        else:
+                            keep ^= 1 << v
+                    back |= b
+                    ahead |= b << hs
                 if not back:
                     return False
                 if back != t:
@@ -560,29 +602,30 @@ class DistinctSequence(Node):
         a0, b0 = tk.bit_length() - 1, tn.bit_length() - 1  # as bit offsets from base
         h, W = self.h, self.windows
         assert W is not None
-        win: dict[int, int] = {}
+        win = [0] * len(h)  # value -> its possible starts over the open positions
+        by_step = self._steps_of()
+        U = 0
         for j in range(k, n):
             tj, tj1 = taus[j - k], taus[j + 1 - k]
             wj = W[j]
-            for v in _bits(dm[j]):
-                hv = h[v]
-                if hv is None:
-                    continue
-                w = wj[v] & tj & (tj1 >> hv)
-                if w:
-                    win[v] = win.get(v, 0) | w
-        U = 0
-        for j in range(k, n):
-            U |= dm[j]
+            x = dm[j]
+            U |= x
+            for hv, hm in by_step:  # (values without a step get no start: their win stays 0)
+                xs = x & hm
+                if xs:
+                    a = tj & (tj1 >> hv)
+                    for v in _bits(xs):
+                        win[v] |= wj[v] & a
         anchors: list[tuple[int, int, int]] = []  # (start, step, value) of the forced values
         free = []
         zero = False
         for v in _bits(U):
-            w = win.get(v, 0)
+            w = win[v]
             if not w:
                 return False  # no position and start left for v
-            hv = h[v]
-            assert hv is not None  # win holds only values with a step
+            hs = h[v]
+            assert hs is not None  # win holds only values with a step
+            hv = hs
             if hv == 0:
                 zero = True  # zero-length steps fill nothing: left out of the partition
                 if w & (w - 1) == 0:
@@ -627,25 +670,42 @@ class DistinctSequence(Node):
             dm[k] = keep
         return True
 
-    def _gap_solve(self, gaps: list, free: list, zero: bool, fcache: dict, narrow: bool):
+    def _gap_solve(self, gaps: list, free: list, zero: bool, fcache: dict, narrow: bool,
+                   shared: Optional[tuple[dict, list]] = None):
         """False if no split exists; else a mask of the values that can open the first gap
         (-1: no narrowing known). `fcache` keeps the short gaps' fillings between calls on the
-        same windows; with `narrow` false only feasibility is decided."""
+        same windows; with `narrow` false only feasibility is decided. `shared`: the caller's
+        (gaps of each value, values of each gap) where the caller's gaps after the first are
+        these (the narrowing's sub-splits): only the first gap is matched again."""
         h = self.h
         assert h is not None
         ng = len(gaps)
-        gm_of: dict[int, int] = {}
+        gm_of: dict[int, int] = {}  # value -> mask of the gaps it fits (starts and ends inside)
+        ins = [0] * ng  # gap -> mask of the values that fit it
+        ga0, gb0 = gaps[0][0], gaps[0][1]
         for v, w in free:
             hv = h[v]
-            gm = 0
-            for gi, (ga, gb, _, _) in enumerate(gaps):
-                if gb - ga >= hv:
-                    rng = ((1 << (gb - hv - ga + 1)) - 1) << ga
-                    if w & rng:
+            bit = 1 << v
+            if shared is None:
+                gm = 0
+                for gi, (ga, gb, _, _) in enumerate(gaps):
+                    if gb - ga >= hv and w & (((1 << (gb - hv - ga + 1)) - 1) << ga):
                         gm |= 1 << gi
+                        ins[gi] |= bit
+            else:
+                gm = shared[0][v] & ~1
+                if gb0 - ga0 >= hv and w & (((1 << (gb0 - hv - ga0 + 1)) - 1) << ga0):
+                    gm |= 1
+                    ins[0] |= bit
             if not gm:
                 return False
             gm_of[v] = gm
+        if shared is not None:
+            fmask0 = 0
+            for v, _ in free:
+                fmask0 |= 1 << v
+            for gi in range(1, ng):
+                ins[gi] = shared[1][gi] & fmask0
         win = dict(free)
         fmask = 0
         for v, _ in free:
@@ -657,10 +717,7 @@ class DistinctSequence(Node):
             for gi, (ga, gb, s, e) in enumerate(gaps):
                 if gb - ga > SHORT_GAP:
                     continue
-                inside = 0
-                for v in _bits(fmask):
-                    if gm_of[v] >> gi & 1:
-                        inside |= 1 << v
+                inside = ins[gi]
                 ck = (ga, gb, s, e)
                 hit = fcache.get(ck)
                 if hit is not None and not inside & ~hit[0]:
@@ -777,7 +834,7 @@ class DistinctSequence(Node):
             key = (tuple(sub_gaps), tuple(sub_free), zero)
             r = self._gap_memo.get(key)
             if r is None:
-                r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False)
+                r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins))
                 self._gap_memo[key] = r
             if r is not False:
                 allowed |= 1 << v
@@ -841,7 +898,7 @@ FILL_STEPS = 400  # path steps per gap; past it the gap counts as long (at 30 an
 COVER_STEPS = 20_000  # choices of short-gap sets per question; past it: no narrowing
 
 
-def _fillings(adj: list, h: list, win: dict, inside: int, ga: int, gb: int, s, e) -> Optional[dict]:
+def _fillings(adj: list, h: list, win: Any, inside: int, ga: int, gb: int, s, e) -> Optional[dict]:
     """{set of values: mask of first values} of the paths s -> v1 .. vm -> e through `inside`
     whose steps tile [ga, gb) with each v_i starting inside its window; None past FILL_STEPS."""
     out: dict[int, int] = {}
@@ -873,16 +930,14 @@ def _fillings(adj: list, h: list, win: dict, inside: int, ga: int, gb: int, s, e
             if e is None or cur is None or adj[cur] >> e & 1:
                 out[used] = out.get(used, 0) | first
             return
-        cand = inside & ~used & live[t - ga]
+        cand = inside & ~used & live[t - ga]  # (live: each v in it starts in its window and fits)
         if cur is not None:
             cand &= adj[cur]
         while cand:  # the values of cand in ascending order (inlined `_bits`: the hot loop)
             low = cand & -cand
             cand ^= low
             v = low.bit_length() - 1
-            hv = h[v]
-            if t + hv <= gb and win[v] >> t & 1:
-                rec(v, t + hv, used | low, first or low)
+            rec(v, t + h[v], used | low, first or low)
 
     try:
         rec(s, ga, 0, 0)
