@@ -82,6 +82,16 @@ def _set_of(m: int) -> frozenset:
 _BITS: dict[int, tuple[int, ...]] = {}  # mask -> its bits: the same masks recur at every search node
 
 
+def _bits_once(m: int) -> list[int]:
+    """The bits of m, ascending, not kept in `_BITS` (for masks that seldom recur)."""
+    out = []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
+
+
 def _bits(m: int) -> tuple[int, ...]:
     got = _BITS.get(m)
     if got is not None:
@@ -105,7 +115,7 @@ class DistinctSequence(Node):
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
                  "_tau_memo", "covers", "links", "_by_step", "_img_memo", "_sum_memo",
-                 "_win_memo", "_last")
+                 "_win_memo", "_last", "_wgroups")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -143,6 +153,7 @@ class DistinctSequence(Node):
         self._win_memo: dict = {}
         # (slot masks, tau bitsets, chain) where the links last reached their fixpoint (`_links`)
         self._last: Optional[tuple[list[int], list[int], bool]] = None
+        self._wgroups: Optional[list] = None  # the values of one step by their window (`_window_groups`)
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -204,8 +215,13 @@ class DistinctSequence(Node):
                     gone = m & ~allowed
                     if not gone:
                         continue
-                    nd = d.difference([b + off + base for b in _bits(gone)])
-                    memo[(off + base, nd)] = m & allowed
+                    kept = m & allowed
+                    lo = off + base
+                    if gone.bit_count() <= kept.bit_count():
+                        nd = d.difference([b + lo for b in _bits_once(gone)])
+                    else:
+                        nd = frozenset([b + lo for b in _bits_once(kept)])
+                    memo[(lo, nd)] = kept
                     if not C.set(vid, nd):
                         return False
                     continue
@@ -332,9 +348,9 @@ class DistinctSequence(Node):
                 self._ensure_windows(D)
                 assert self.windows is not None and self.h is not None
                 W = self.windows
-        by_step = self._steps_of() if chain else []
+        groups = self._window_groups() if chain else []
         stepped = 0  # the values with a step (the others cannot sit on the chain)
-        for _, hm in by_step:
+        for _, hm in self._steps_of() if chain else ():
             stepped |= hm
         full = (1 << n) - 1
         # a link's revision reads only its four members (and static tables and windows), so a
@@ -366,15 +382,26 @@ class DistinctSequence(Node):
             if chain and j < steps:
                 # v stays at j iff some start in tau_j and in its window ends in tau_{j+1}; by
                 # step (the values of one step share their starts' bound t & (t1 >> step))
+                # step, and among the values of one step those with the same window at j
+                # (`_window_groups`: most values but those with events) as one
                 t, t1 = taus[j], taus[j + 1]
                 wj, back, keep, ahead = W[j], 0, x0 & stepped, 0
-                for hs, hm in by_step:
+                for hs, hm, shared, single in groups[j]:
                     xs = x0 & hm
                     if not xs:
                         continue
                     a = t & (t1 >> hs)
                     b = 0
-                    for v in _bits(xs):
+                    for gm, gw in shared:
+                        xg = xs & gm
+                        if xg:
+                            w = gw & a
+                            if w:
+                                b |= w
+                            else:
+                                keep &= ~xg
+                    xs &= single
+                    for v in _BITS.get(xs) or _bits(xs):
                         w = wj[v] & a
                         if w:
                             b |= w
@@ -429,6 +456,31 @@ class DistinctSequence(Node):
                 return False
         run["last"] = self._last = (list(dm), [tc.get(j, t) for j, t in enumerate(taus)], chain)
         return True
+
+    def _window_groups(self) -> list[list[tuple[int, int, list[tuple[int, int]], int]]]:
+        """Per position j, per step: (step, mask of the values with it, [(mask of values, their
+        common window at j)] for windows that two or more of them share, mask of the others).
+        A link's revision reads a shared window once for all its values (on a trip, the values
+        of one stay share their window; those with an event have one each)."""
+        got = getattr(self, "_wgroups", None)  # (a node pickled before the groups existed)
+        if got is None:
+            W = self.windows
+            assert W is not None
+            got = []
+            for wj in W:
+                row = []
+                for hs, hm in self._steps_of():
+                    by_w: dict[int, int] = {}
+                    for v in _bits(hm):
+                        by_w[wj[v]] = by_w.get(wj[v], 0) | 1 << v
+                    shared = [(m, w) for w, m in by_w.items() if m & (m - 1)]
+                    single = hm
+                    for m, _ in shared:
+                        single &= ~m
+                    row.append((hs, hm, shared, single))
+                got.append(row)
+            self._wgroups = got
+        return got
 
     def _steps_of(self) -> list[tuple[int, int]]:
         """(step, mask of the values with that step), for the values that have one."""
@@ -515,7 +567,7 @@ class DistinctSequence(Node):
         maxm = steps - k
         # the sums depend on the open values only through how many have each step: kept by
         # those counts (the rounds of one run, and the nodes of one search, repeat them)
-        key = (maxm, tuple(bin(items & hm).count("1") for _, hm in self._steps_of()))
+        key = (maxm, tuple([(items & hm).bit_count() for _, hm in self._steps_of()]))
         R = self._sum_memo.get(key)
         if R is None:
             R = [0] * (maxm + 1)
@@ -544,10 +596,14 @@ class DistinctSequence(Node):
                 r = R[j - k]
                 if tks is None:
                     allowed = r << (tk.bit_length() - 1)
-                else:
+                else:  # the sums r shifted by each start in tau_k (by the fewer bits of the two)
                     allowed = 0
-                    for b in tks:
-                        allowed |= r << b
+                    if len(tks) <= r.bit_count():
+                        for b in tks:
+                            allowed |= r << b
+                    else:
+                        for b in _bits_once(r):
+                            allowed |= tk << b
                 cur = self._tau(D, j, tc)
                 if cur is None:
                     continue
@@ -614,7 +670,7 @@ class DistinctSequence(Node):
                 xs = x & hm
                 if xs:
                     a = tj & (tj1 >> hv)
-                    for v in _bits(xs):
+                    for v in _BITS.get(xs) or _bits(xs):
                         win[v] |= wj[v] & a
         anchors: list[tuple[int, int, int]] = []  # (start, step, value) of the forced values
         free = []
@@ -727,7 +783,7 @@ class DistinctSequence(Node):
                 else:
                     # the paths depend on the values inside and their windows within the gap
                     span = (1 << (gb - ga + 1)) - 1
-                    pk = (ga, gb, s, e, tuple((v, win[v] >> ga & span) for v in _bits(inside)))
+                    pk = (ga, gb, s, e, inside, tuple([win[v] >> ga & span for v in _bits(inside)]))
                     f = self._fill_memo.get(pk, 0)
                     if f == 0:
                         f = _fillings(adj, h, win, inside, ga, gb, s, e)
