@@ -283,6 +283,7 @@ class DistinctSequence(Node):
                 return False
             if covering and not self._links(D, C, dm, tc, run):
                 return False
+            mid, mid_changed = list(dm), len(C.changed)  # what the links left (at their fixpoint)
             union = 0
             for m in dm:
                 union |= m
@@ -317,7 +318,16 @@ class DistinctSequence(Node):
                 return False
             if self.chain is not None and not self._time(D, C, dm, k, tc):
                 return False
-            if (dm == before and len(C.changed) == taus_before) or _round == last:
+            stable = dm == before and len(C.changed) == taus_before
+            if not stable and covering and dm == mid and len(C.changed) == mid_changed:
+                # no rule after the links changed anything, so the links are still at their
+                # fixpoint; with forward checking at its own, the next round would change
+                # nothing (each rule reads only the slots and times): it is skipped
+                fwd = list(dm)
+                if not _forward(dm):
+                    return False
+                stable = dm == fwd
+            if stable or _round == last:
                 # the gap split (the costliest rule) once the cheaper ones are settled
                 if perm and self.chain is not None:
                     if not _forward(dm):  # the gap rule reads the open values: none may be fixed elsewhere
