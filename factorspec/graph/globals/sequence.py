@@ -390,6 +390,7 @@ class DistinctSequence(Node):
             pending &= full
         orig = list(taus)
         succ, pred = self.succ, self.pred
+        uniform = tables and self._uniform()
         memo = self._img_memo
         if len(memo) > 50_000:
             memo.clear()
@@ -439,7 +440,8 @@ class DistinctSequence(Node):
                 dm[j] = keep
             if tables and j + 1 < n:
                 assert succ is not None and pred is not None
-                key = (j, dm[j])
+                tj = 0 if uniform else j  # (one table everywhere: one memo entry per mask)
+                key = (tj, dm[j])
                 img = memo.get(key)
                 if img is None:
                     img = 0
@@ -451,7 +453,7 @@ class DistinctSequence(Node):
                 if not m1:
                     return False
                 dm[j + 1] = m1
-                key = (~j, m1)
+                key = (~tj, m1)
                 img = memo.get(key)
                 if img is None:
                     img = 0
@@ -825,31 +827,41 @@ class DistinctSequence(Node):
         steps = [0]
         leaf_memo: dict = {}
 
-        ltype: dict[int, Optional[tuple]] = {}  # value -> (step, mask of long gaps it fits), None if none
+        # each value's type for the long gaps, (step, mask of long gaps it fits), as the mask of
+        # the values of each type (in type order), and the mask of the values that fit none
+        by_type: dict[tuple, int] = {}
+        nowhere = 0
         for v in _bits(fmask):
             gm = gm_of[v] & lmask
-            ltype[v] = (h[v], sum(1 << remap[g] for g in _bits(gm))) if gm else None
+            if gm:
+                t = (h[v], sum(1 << remap[g] for g in _bits(gm)))
+                by_type[t] = by_type.get(t, 0) | 1 << v
+            else:
+                nowhere |= 1 << v
+        tmasks = sorted(by_type.items())
 
         def leaf(used: int):
             """The long gaps' split of the free values not in `used`: False, or True."""
             r = leaf_memo.get(used)
             if r is not None:
                 return r
-            types: dict = {}
-            for v in _bits(fmask & ~used):
-                t = ltype[v]
-                if t is None:
-                    leaf_memo[used] = False
-                    return False
-                types[t] = types.get(t, 0) + 1
-            tl = sorted(types)
+            rest = fmask & ~used
+            if rest & nowhere:
+                leaf_memo[used] = False
+                return False
+            tl, counts = [], []  # the types left, in order, and how many values of each
+            for t, tm in tmasks:
+                c = (rest & tm).bit_count()
+                if c:
+                    tl.append(t)
+                    counts.append(c)
             if not lens:
                 r = not tl
             else:
-                pkey = (lens, tuple((t, types[t]) for t in tl))
+                pkey = (lens, tuple(zip(tl, counts)))
                 r = self._gap_memo.get(pkey)
                 if r is None:
-                    r = _partition(lens, tl, [types[t] for t in tl])  # True past its cap
+                    r = _partition(lens, tl, counts)  # True past its cap
                     self._gap_memo[pkey] = r
             leaf_memo[used] = r
             return r
