@@ -115,7 +115,7 @@ class DistinctSequence(Node):
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
                  "_tau_memo", "covers", "links", "_by_step", "_img_memo", "_sum_memo",
-                 "_win_memo", "_last", "_wgroups", "_time_sets")
+                 "_win_memo", "_last", "_wgroups", "_time_sets", "_chunk_memo")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -155,6 +155,7 @@ class DistinctSequence(Node):
         self._last: Optional[tuple[list[int], list[int], bool]] = None
         self._wgroups: Optional[list] = None  # the values of one step by their window (`_window_groups`)
         self._time_sets: dict[tuple[int, int], frozenset] = {}  # a chain member's narrowed domains (`_set_tau`)
+        self._chunk_memo: dict[int, list[list[int]]] = {}  # a table's union lookups (`_chunks`)
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -357,7 +358,9 @@ class DistinctSequence(Node):
             assert self.chain is not None
             steps = len(self.chain) - 1
             for j in range(steps + 1):
-                t = self._tau(D, j, tc)
+                t = tc.get(j)  # (read by this run already, else from the domains)
+                if t is None:
+                    t = self._tau(D, j, tc)
                 if t is None:
                     chain = False  # an interval slot (not when covering: checked all the same)
                     taus = []
@@ -444,11 +447,7 @@ class DistinctSequence(Node):
                 key = (tj, dm[j])
                 img = memo.get(key)
                 if img is None:
-                    img = 0
-                    sj = succ[j]
-                    for v in _bits(dm[j]):
-                        img |= sj[v]
-                    memo[key] = img
+                    img = memo[key] = _union(self._chunks(succ, tj), dm[j])
                 m1 = dm[j + 1] & img
                 if not m1:
                     return False
@@ -456,11 +455,7 @@ class DistinctSequence(Node):
                 key = (~tj, m1)
                 img = memo.get(key)
                 if img is None:
-                    img = 0
-                    pj = pred[j]
-                    for v in _bits(m1):
-                        img |= pj[v]
-                    memo[key] = img
+                    img = memo[key] = _union(self._chunks(pred, ~tj), m1)
                 m0 = dm[j] & img
                 if not m0:
                     return False
@@ -927,6 +922,17 @@ class DistinctSequence(Node):
                 allowed |= 1 << v
         return allowed
 
+    def _chunks(self, rows: list[list[int]], key: int) -> list[list[int]]:
+        """The union table (`_union_tables`) of rows[key] (key j: transition j of succ; ~j of
+        pred), built once per table."""
+        memo = getattr(self, "_chunk_memo", None)  # (absent from a node pickled before it)
+        if memo is None:
+            memo = self._chunk_memo = {}
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _union_tables(rows[key if key >= 0 else ~key])
+        return got
+
     def _uniform(self) -> bool:
         """Whether every transition has the same table."""
         got = self._img_memo.get("uniform")
@@ -946,6 +952,33 @@ class DistinctSequence(Node):
                     adj[v] |= s[v]
             self.adj = adj
         return adj
+
+
+def _union_tables(row: list[int]) -> list[list[int]]:
+    """For each byte of a value mask, the union of row[v] over each subset of that byte's values:
+    the union over a mask is then one lookup per byte (`_union`) instead of one per value."""
+    out = []
+    for c in range(0, len(row), 8):
+        part = row[c:c + 8]
+        t = [0] * (1 << len(part))
+        for b in range(1, len(t)):
+            low = b & -b
+            t[b] = t[b ^ low] | part[low.bit_length() - 1]
+        out.append(t)
+    return out
+
+
+def _union(tables: list[list[int]], m: int) -> int:
+    """The union of row[v] over the values v of mask m (tables: `_union_tables(row)`)."""
+    out = 0
+    for t in tables:
+        if not m:
+            break
+        b = m & 255
+        if b:
+            out |= t[b]
+        m >>= 8
+    return out
 
 
 def _forward(dm: list[int]) -> bool:
