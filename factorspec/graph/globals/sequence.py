@@ -605,6 +605,7 @@ class DistinctSequence(Node):
             wmemo.clear()
         W = self.windows
         assert W is not None
+        groups = self._window_groups()
         for j in range(k, steps + 1):
             if j == k:
                 allowed = tk
@@ -634,11 +635,26 @@ class DistinctSequence(Node):
                 wk = (j, m, allowed)
                 keep = wmemo.get(wk, -1)
                 if keep < 0:
+                    # by window: a window that several values share (`_window_groups`) is read
+                    # once; the values without a step have none (the probe's window is 0)
                     wj = W[j]
                     keep = 0
-                    for v in _bits(m):
-                        if wj[v] & allowed:
-                            keep |= 1 << v
+                    if j < steps:
+                        for _, hm, shared, single in groups[j]:
+                            x = m & hm
+                            if not x:
+                                continue
+                            for gm, gw in shared:
+                                if x & gm and gw & allowed:
+                                    keep |= x & gm
+                            x &= single
+                            for v in _BITS.get(x) or _bits(x):
+                                if wj[v] & allowed:
+                                    keep |= 1 << v
+                    else:
+                        for v in _bits(m):
+                            if wj[v] & allowed:
+                                keep |= 1 << v
                     wmemo[wk] = keep
                 if keep != m:
                     if not keep:
