@@ -26,6 +26,7 @@ _HULLS: dict[frozenset, tuple[int, int]] = {}  # a day domain -> (least, greates
 
 
 def _hull(d: Any) -> tuple[Any, Any]:
+    """(least, greatest) of a domain; explicit domains memoised (min and max walk the set)."""
     if not isinstance(d, frozenset):
         return dmin(d), dmax(d)
     got = _HULLS.get(d)
