@@ -94,3 +94,56 @@ def test_fillings_match_plain_enumeration(nv: int, data) -> None:
     got = Q._fillings(adj, h, win, inside, ga, gb, s, e)
     assert got is not None  # tiny instances stay under the step cap
     assert got == _reference(adj, h, win, inside, ga, gb, s, e)
+
+
+def _tree_nodes(adj, h, win, inside, ga, gb, s, e) -> int:
+    """Nodes of the pruned enumeration's tree, walked without a cap (what `_fillings` counts)."""
+    live = [0] * (gb - ga + 1)
+    for t in range(gb - 1, ga - 1, -1):
+        for v in Q._bits(inside):
+            t2 = t + h[v]
+            if t2 > gb or not win[v] >> t & 1:
+                continue
+            if (t2 == gb and (e is None or adj[v] >> e & 1)) or (t2 < gb and adj[v] & live[t2 - ga]):
+                live[t - ga] |= 1 << v
+
+    def count(cur, t, used):
+        if t == gb:
+            return 1
+        cand = inside & ~used & live[t - ga] & (adj[cur] if cur is not None else -1)
+        return 1 + sum(count(v, t + h[v], used | 1 << v) for v in Q._bits(cand))
+
+    return count(s, ga, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 9), st.integers(1, 30), st.data())
+def test_fillings_cap_is_exact(nv: int, cap: int, data) -> None:
+    """`_fillings` gives up exactly where its tree has more nodes than FILL_STEPS, whether the
+    three-level count (`_over_cap`) or the walk finds it; below the cap, the plain enumeration.
+    (Dense tables and wide windows, so that trees pass small caps often.)"""
+    full = (1 << nv) - 1
+    adj = [data.draw(st.one_of(st.just(full), st.integers(0, full))) & ~(1 << v) for v in range(nv)]
+    h = [data.draw(st.integers(1, 3)) for _ in range(nv)]
+    ga = data.draw(st.integers(0, 2))
+    gb = ga + data.draw(st.integers(0, 8))
+    wfull = (1 << (gb + 2)) - 1
+    win = {v: data.draw(st.one_of(st.just(wfull), st.integers(0, wfull))) for v in range(nv)}
+    inside = data.draw(st.integers(0, (1 << nv) - 1))
+    s = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
+    e = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
+    if s is not None:
+        inside &= ~(1 << s)
+    if e is not None:
+        inside &= ~(1 << e)
+    args = (adj, h, win, inside, ga, gb, s, e)
+    old = Q.FILL_STEPS
+    Q.FILL_STEPS = cap
+    try:
+        got = Q._fillings(*args)
+    finally:
+        Q.FILL_STEPS = old
+    if _tree_nodes(*args) > cap:
+        assert got is None
+    else:
+        assert got == _reference(*args)

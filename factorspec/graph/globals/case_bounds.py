@@ -22,6 +22,20 @@ from typing import Any
 from factorspec.graph.domain import Domains, Narrowing, dclip, dmax, dmin
 from factorspec.graph.expr import Abstract, Node, T, U
 
+_HULLS: dict[frozenset, tuple[int, int]] = {}  # a day domain -> (least, greatest): domains recur over nodes
+
+
+def _hull(d: Any) -> tuple[Any, Any]:
+    """(least, greatest) of a domain; explicit domains memoised (min and max walk the set)."""
+    if not isinstance(d, frozenset):
+        return dmin(d), dmax(d)
+    got = _HULLS.get(d)
+    if got is None:
+        if len(_HULLS) > 100_000:
+            _HULLS.clear()
+        got = _HULLS[d] = (min(d), max(d))
+    return got
+
 
 class CaseBounds(Node):
     """Implied node over one enum slot x and the slots its values bound (see the module docstring)."""
@@ -68,8 +82,7 @@ class CaseBounds(Node):
             for y, lo, hi in self.bounds_of[k]:
                 e = ends.get(y)
                 if e is None:
-                    dy = D[y]
-                    e = ends[y] = (dmin(dy), dmax(dy))
+                    e = ends[y] = _hull(D[y])
                 if e[0] > hi or e[1] < lo:
                     gone.append(k)
                     break
@@ -83,7 +96,8 @@ class CaseBounds(Node):
             lo = min(bk[k][0] for k in dx)
             hi = max(bk[k][1] for k in dx)
             dy = D[y]
-            if dmin(dy) < lo or dmax(dy) > hi:
+            a, b = _hull(dy)
+            if a < lo or b > hi:
                 if not C.set(y, dclip(dy, lo, hi)):
                     return False
         return True
