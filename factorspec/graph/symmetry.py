@@ -53,6 +53,11 @@ class _Canon:
         not depend on the renaming; every adjacent pair of blocks asks them again)."""
         self.D = D
         self.ren = ren
+        self.fixed: list[bool]
+        self.A: list
+        self.open: frozenset[int]
+        self._safe: dict[int, bool]
+        self._consts: dict[int, tuple[E.Node, Optional[Hashable]]]
         if like is not None:
             self.fixed, self.A, self.open = like.fixed, like.A, like.open
             self._safe, self._consts = like._safe, like._consts
@@ -60,8 +65,8 @@ class _Canon:
         self.fixed = [dsize(d) == 1 for d in D]
         self.A = [dmin(d) if f else None for d, f in zip(D, self.fixed)]
         self.open = frozenset(i for i, f in enumerate(self.fixed) if not f)
-        self._safe: dict[int, bool] = {}
-        self._consts: dict[int, tuple[E.Node, Optional[Hashable]]] = {}
+        self._safe = {}
+        self._consts = {}
 
     # -- values ---------------------------------------------------------------------------
     def _const(self, n: E.Node) -> Optional[Hashable]:
