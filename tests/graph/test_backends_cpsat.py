@@ -194,19 +194,39 @@ def test_backends_agree_with_brute_force(kind: str) -> None:
             assert got == want, (kind, be, doc)
 
 
-@pytest.mark.parametrize("kind", ["pairs", "strings", "overlap", "sum"])
-def test_pairs_as_linear_constraints_agree_with_brute_force(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The other encoding of == / != of two variables (`PAIR_VALUES = 0`: linear constraints, as
-    for wider domains) answers the same."""
-    monkeypatch.setattr(cpsat, "PAIR_VALUES", 0)
+@pytest.mark.parametrize("pairs, order", [(0, True), (64, False), (0, False)])
+@pytest.mark.parametrize("kind", ["pairs", "strings", "overlap", "sum", "nonlinear"])
+def test_other_encodings_agree_with_brute_force(kind: str, pairs: int, order: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other encodings answer the same: == / != of two variables as linear constraints
+    (`PAIR_VALUES = 0`, as for wider domains); order comparisons each with its own literal and
+    every `or` operand fully reified (`ORDER_SHARED = False`)."""
+    monkeypatch.setattr(cpsat, "PAIR_VALUES", pairs)
+    monkeypatch.setattr(cpsat, "ORDER_SHARED", order)
     r = random.Random(f"cpsat-linear-{kind}")
     for _ in range(10):
         doc = KINDS[kind](r)
         cs = compile_spec(doc, budget=Budget(backend="cpsat"))
-        assert cpsat.model_of(cs.problem).builder._pair_cache == {}  # type: ignore[union-attr]
+        b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
+        assert (not pairs and b._pair_cache == {}) or pairs
+        assert (not order and b._order_lits == b._order_half == {}) or order
         want = oracle(doc)
         for be in ("cpsat", "auto"):
             assert answers(doc, be) == want, (kind, be, doc)
+
+
+def test_order_comparisons_share_literals() -> None:
+    """`x < y` and `y > x` are one comparison: one full literal; as operands of a factor's `or`
+    they are literals that imply them (one conditional constraint each), and the full literal
+    is reused there once it exists."""
+    doc = _spec({"x": _int(0, 3), "y": _int(0, 3), "w": _int(0, 3)},
+                ["(x < y) == (w == 1)", "(y > x) == (w != 2)", "x + 1 <= y or w == 2", "y >= x + 1 or w == 3",
+                 "x >= y or w == 0"])
+    cs = compile_spec(doc, budget=Budget(backend="cpsat"))
+    b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
+    assert len(b._order_lits) == 1  # x - y < 0
+    assert len(b._order_half) == 2  # x - y + 1 <= 0 (both spellings), y - x <= 0
+    assert oracle(doc) == answers(doc, "cpsat")
 
 
 def test_pairs_use_value_literals_once_per_relation(monkeypatch: pytest.MonkeyPatch) -> None:
