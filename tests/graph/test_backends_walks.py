@@ -97,6 +97,32 @@ def test_moved_records_are_exactly_the_valid_ones() -> None:
     assert seen["meetings"] > 0 and seen["packing"] > 0, seen  # (none in a round robin)
 
 
+@pytest.mark.parametrize("slow", [-1.0, 1e9])
+def test_auto_hands_slow_own_searches_to_cpsat(slow: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An own-search answer slower than AUTO_SLOW counts as a miss: with every answer slow, the
+    own search runs AUTO_GIVE_UP times on a problem and CP-SAT answers the rest; answers equal
+    brute force's either way."""
+    from factorspec.graph import backends, solver
+
+    monkeypatch.setattr(backends, "AUTO_SLOW", slow)
+    own = []
+    solve = solver._Search.solve
+
+    def counted(self: Any, *a: Any, **k: Any) -> Any:
+        own.append(self.budget.nodes)
+        return solve(self, *a, **k)
+
+    monkeypatch.setattr(solver._Search, "solve", counted)
+    kind, _cs, _valid, projs = _brute("meetings")
+    cs = compile_spec(kind.doc, budget=Budget(seconds=60, backend="auto"))
+    walk_against_projections(cs, _order(cs), projs, random.Random("slow"), "meetings")
+    small = [n for n in own if n == backends.AUTO_NODES]
+    if slow < 0:
+        assert len(small) == backends.AUTO_GIVE_UP
+    else:
+        assert len(small) > backends.AUTO_GIVE_UP  # (the own search answers this small kind in time)
+
+
 def test_round_robin_model_is_exact() -> None:
     """min/max of team names (a rank read back through a table) has a translation: no factor
     is relaxed away, so CP-SAT's answers need no fallback to the own search."""

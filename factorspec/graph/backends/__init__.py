@@ -31,6 +31,10 @@ AUTO_NODES = 400
 AUTO_SHARE = 0.05
 AUTO_MAX_SECONDS = 0.05
 AUTO_GIVE_UP = 3
+# an own-search answer that cost more thread CPU than this counts as a miss all the same (it is
+# returned): a CP-SAT question costs 5-20 ms on the families of microbench/solver_families.py, and
+# meetings 12 in 3 rooms spent 562 ms CPU on one feasible_values in ~25 own searches of 20 ms
+AUTO_SLOW = 0.01
 
 
 def default_backend() -> str:
@@ -63,8 +67,8 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
     factor and global costs as much as several search nodes on a 50-city trip).
 
     auto: the own search first with a small budget (most questions along a walk take it a few
-    nodes), then CP-SAT. Once the own search has missed its small budget `AUTO_GIVE_UP` times on
-    this problem while CP-SAT answered, later questions go to CP-SAT directly. Where the problem
+    nodes), then CP-SAT. Once the own search has missed its small budget (or answered slower than
+    `AUTO_SLOW`) `AUTO_GIVE_UP` times on this problem, later questions go to CP-SAT directly. Where the problem
     has the propagator the own search is built around (a trip's `DistinctSequence`), auto is the
     own search (measured faster there on every size); `cpsat` still runs CP-SAT first. `hint`: a
     record near the one sought (the asking state's witness), CP-SAT's solution hint."""
@@ -94,10 +98,15 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
         left = s.deadline - time.monotonic()
         small = replace(s.budget, nodes=min(AUTO_NODES, s.budget.nodes),
                         seconds=max(0.0, min(AUTO_MAX_SECONDS, AUTO_SHARE * left)))
+        cpu = time.thread_time()
         try:
-            return S._Search(p, small).solve(D, changed)
+            sol = S._Search(p, small).solve(D, changed)
         except BudgetExceeded:
             tally["own_missed"] += 1
+        else:
+            if time.thread_time() - cpu > AUTO_SLOW:
+                tally["own_missed"] += 1
+            return sol
     model = cpsat.model_of(p)
     if model is None:  # some variable is not representable (e.g. a domain past int64)
         return s.solve(D, changed)
