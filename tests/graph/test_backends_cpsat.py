@@ -208,7 +208,7 @@ def test_other_encodings_agree_with_brute_force(kind: str, pairs: int, order: bo
         doc = KINDS[kind](r)
         cs = compile_spec(doc, budget=Budget(backend="cpsat"))
         b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
-        assert (not pairs and b._pair_cache == {}) or pairs
+        assert (not pairs and b._pair_cache == b._pair_half == {}) or pairs
         assert (not order and b._order_lits == b._order_half == {}) or order
         want = oracle(doc)
         for be in ("cpsat", "auto"):
@@ -231,14 +231,20 @@ def test_order_comparisons_share_literals() -> None:
 
 def test_pairs_use_value_literals_once_per_relation(monkeypatch: pytest.MonkeyPatch) -> None:
     """`x == y`, `y != x` and `y - x == 0` are one relation: one literal, the value clauses
-    posted once; a comparison over a domain wider than PAIR_VALUES stays linear."""
+    posted once, and reused as the operand of an `or`; an operand of an `or` with no full
+    literal gets an implying one (one clause per value); a comparison over a domain wider than
+    PAIR_VALUES stays linear."""
     monkeypatch.setattr(cpsat, "PAIR_VALUES", 8)
     doc = _spec({"x": _int(0, 3), "y": _int(0, 3), "w": _int(0, 8)},
-                ["x == y or w == 1", "y != x or w == 2", "y - x == 0 or w == 3", "x != w or y == 1"])
+                ["(x == y) == (w == 1)", "y != x or w == 2", "y - x == 0 or w == 3", "x != w or y == 1",
+                 "x == y + 1 or w == 0", "y + 1 != x or w == 4"])
     cs = compile_spec(doc, budget=Budget(backend="cpsat"))
     ids = {v.name: v.id for v in cs.vars}
+    xy = tuple(sorted((ids["x"], ids["y"])))
     b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
-    assert list(b._pair_cache) == [(*sorted((ids["x"], ids["y"])), -1, 0)]
+    assert list(b._pair_cache) == [(*xy, -1, 0)]
+    shift = -1 if ids["x"] < ids["y"] else 1  # x - y - 1 == 0, over the lower var id first
+    assert sorted(b._pair_half) == [((*xy, -1, shift), "!="), ((*xy, -1, shift), "==")]
     assert oracle(doc) == answers(doc, "cpsat")
 
 

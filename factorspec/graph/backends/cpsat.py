@@ -127,6 +127,7 @@ class _Builder:
         self._bool_of: dict[int, Any] = {}
         self._eq_cache: dict[tuple[int, int], Any] = {}
         self._pair_cache: dict[tuple[int, int, Fraction, Fraction], Any] = {}  # `_pair_eq`
+        self._pair_half: dict[tuple, Any] = {}  # (`_pair_eq` key, "==" / "!=") -> an implying literal
         self._order_lits: dict[tuple, Any] = {}  # order comparison (`_order` key) -> its literal
         self._order_half: dict[tuple, Any] = {}  # ... -> a literal that implies it (`_implied`)
         # translations of shared subexpressions (the grounder shares nodes: a pair key under an
@@ -779,6 +780,9 @@ class _Builder:
         if not n.vars:
             return self.lit(n)
         t = type(n)
+        if t is E.Cmp and n.op in ("==", "!=") and PAIR_VALUES:  # type: ignore[attr-defined]
+            got_pair = self._pair_eq(n.a, n.b, half=n.op)  # type: ignore[attr-defined]
+            return self.lit(n) if got_pair is None else got_pair
         if t is E.Cmp:
             got = self._order(n)  # type: ignore[arg-type]
             if got is None:
@@ -828,14 +832,17 @@ class _Builder:
             return False
         return self._eq_lit(("eq", self.cvars[i], int(val)))
 
-    def _pair_eq(self, a: E.Node, b: E.Node) -> Optional[Lit]:
+    def _pair_eq(self, a: E.Node, b: E.Node, half: Optional[str] = None) -> Optional[Lit]:
         """a == b as a literal over the shared value literals `x == k` (`_eq_lit`) where a - b
         is c1*x + c2*y + c0 over two variables of at most `PAIR_VALUES` values each; else None.
         Why: as linear constraints, the side `a != b` has a domain with a hole, which CP-SAT
         expands into two more literals, a clause and two conditional precedences each time it
         loads the model (a 6-team round robin written pairwise: 1,290 of them, 3,925 variables
         loaded for 1,545 built); as clauses over value literals it loads as SAT clauses.
-        Exact: r <=> OR_k (x == k and y == f(k)), f(k) the one y value with c1*k + c2*y + c0 == 0."""
+        Exact: r <=> OR_k (x == k and y == f(k)), f(k) the one y value with c1*k + c2*y + c0 == 0.
+        `half` "==" or "!=": a literal that implies a == b (resp. a != b), not the converse
+        (`_implied`): one clause per value of x instead of two; a full literal of the same
+        relation is reused where it exists."""
         if a.kind == "sym" or b.kind == "sym":
             if a.kind != b.kind:
                 return None
@@ -856,9 +863,17 @@ class _Builder:
         key = (i, j, c2 / c1, d[1] / c1)  # the same relation, however a factor wrote it
         hit = self._pair_cache.get(key)
         if hit is not None:
-            return hit
+            return hit if half != "!=" else ~hit
+        if half is not None:
+            hit = self._pair_half.get((key, half))
+            if hit is not None:
+                return hit
         x, y = self.cvars[i], self.cvars[j]
-        r = self._pair_cache[key] = self._newbool()
+        r = self._newbool()
+        if half is None:
+            self._pair_cache[key] = r
+        else:
+            self._pair_half[(key, half)] = r
         nr = ~r
         # y == f(k) = -(c1*k + c0) / c2, in integers: s clears the denominators
         s = _lcm_den((c1, c2, d[1]))
@@ -869,9 +884,13 @@ class _Builder:
             v = num // a2
             yv = self._eq_lit(("eq", y, v)) if v * a2 == num and lo_j <= v <= hi_j else False
             if yv is False:
-                self.m.add_bool_or([nr, nxk])
+                if half != "!=":
+                    self.m.add_bool_or([nr, nxk])
+            elif half == "!=":
+                self.m.add_bool_or([nr, nxk, ~yv])
             else:
-                self.m.add_bool_or([nxk, ~yv, r])
+                if half is None:
+                    self.m.add_bool_or([nxk, ~yv, r])
                 self.m.add_bool_or([nr, nxk, yv])
         return r
 
