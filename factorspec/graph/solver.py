@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
-from factorspec.graph.backends import bounds_portfolio, check_backend, default_backend, solve_portfolio
+from factorspec.graph.backends import bounds_portfolio, check_backend, default_backend, own_only, solve_portfolio
 from factorspec.graph.domain import (
     EXPLICIT_LIMIT,
     Narrowing,
@@ -610,10 +610,14 @@ class State:
                 out.add(r[vid])
                 todo.discard(r[vid])
 
+        # no moves where the portfolio is the own search (a trip under auto): its records, the
+        # least in branch order, are the ones a walk follows, as under backend own
+        use_moves = MOVES and not own_only(p, self.budget.backend)
+
         def moves(r: Sequence[Any]) -> None:
             # records with only `vid` changed (record_moves.py); pooled, so that deciding one
             # of their values follows it without a search
-            if MOVES and todo:
+            if use_moves and todo:
                 for r2 in moved(p, r, vid, sorted(todo)):
                     p.stats.move_hits += 1
                     out.add(r2[vid])

@@ -60,6 +60,15 @@ def _is_trip(p: object) -> bool:
                for g in getattr(p, "globals", ()))
 
 
+def own_only(p: object, mode: str) -> bool:
+    """Whether `solve_portfolio` answers every question on p by the own search alone: backend
+    own, or auto on a trip or without ortools (then auto decodes as own does, record for
+    record, and nothing may hand it other records)."""
+    from factorspec.graph.backends import cpsat
+
+    return mode == "own" or (mode == "auto" and (_is_trip(p) or not cpsat.available()))
+
+
 def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optional[list] = None) -> Optional[list]:
     """One solution extending D (internal values), or None; exact. BudgetExceeded when the
     question's budget ends first (a CP-SAT UNKNOWN is that, never a guess). `propagated`: the
