@@ -127,6 +127,7 @@ class _Builder:
         self._bool_of: dict[int, Any] = {}
         self._eq_cache: dict[tuple[int, int], Any] = {}
         self._pair_cache: dict[tuple[int, int, Fraction, Fraction], Any] = {}  # `_pair_eq`
+        self._var_lins: dict[int, Lin] = {}  # `_num_var`, by variable id
         self._pair_half: dict[tuple, Any] = {}  # (`_pair_eq` key, "==" / "!=") -> an implying literal
         self._order_lits: dict[tuple, Any] = {}  # order comparison (`_order` key) -> its literal
         self._order_half: dict[tuple, Any] = {}  # ... -> a literal that implies it (`_implied`)
@@ -283,6 +284,14 @@ class _Builder:
         return {b.index: Fraction(-1)}, Fraction(1)
 
     def _num_var(self, n: E.VarRef) -> Lin:
+        """The variable's value as a linear form, once per variable (the grounder builds a
+        reference per factor; an enum of numbers gets one element constraint, not one each)."""
+        hit = self._var_lins.get(n.var.id)
+        if hit is None:
+            hit = self._var_lins[n.var.id] = self._num_var_new(n)
+        return hit
+
+    def _num_var_new(self, n: E.VarRef) -> Lin:
         v = n.var
         x = self.xs[v.id]
         if v.values is None:
@@ -853,7 +862,11 @@ class _Builder:
             if ca.index == cb.index:
                 return None
         else:
-            d = _add(self.num(a), _scale(self.num(b), Fraction(-1)))
+            la, lb = self.num(a), self.num(b)
+            if len(la[0]) == 1 and len(lb[0]) == 1 and la[0].keys() != lb[0].keys():
+                d = {**la[0], **{k: -c for k, c in lb[0].items()}}, la[1] - lb[1]  # (the common case)
+            else:
+                d = _add(la, _scale(lb, Fraction(-1)))
         if len(d[0]) != 2:
             return None
         (i, c1), (j, c2) = sorted(d[0].items())
