@@ -99,12 +99,14 @@ def test_moved_records_are_exactly_the_valid_ones() -> None:
 
 @pytest.mark.parametrize("slow", [-1.0, 1e9])
 def test_auto_hands_slow_own_searches_to_cpsat(slow: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An own-search answer slower than AUTO_SLOW counts as a miss: with every answer slow, the
-    own search runs AUTO_GIVE_UP times on a problem and CP-SAT answers the rest; answers equal
-    brute force's either way."""
+    """AUTO_GIVE_UP own-search answers in a row slower than AUTO_SLOW hand the problem to
+    CP-SAT: with every answer slow, the own search runs AUTO_GIVE_UP times on a problem and CP-SAT
+    answers the rest; answers equal brute force's either way."""
     from factorspec.graph import backends, solver
 
     monkeypatch.setattr(backends, "AUTO_SLOW", slow)
+    monkeypatch.setattr(backends, "AUTO_MAX_SECONDS", 60.0)  # the small budget in nodes alone:
+    monkeypatch.setattr(backends, "AUTO_SHARE", 1.0)  # no miss by wall-clock under load
     own = []
     solve = solver._Search.solve
 
@@ -121,6 +123,47 @@ def test_auto_hands_slow_own_searches_to_cpsat(slow: float, monkeypatch: pytest.
         assert len(small) == backends.AUTO_GIVE_UP
     else:
         assert len(small) > backends.AUTO_GIVE_UP  # (the own search answers this small kind in time)
+
+
+def test_auto_counts_slow_answers_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slow own-search answers hand the problem to CP-SAT only AUTO_GIVE_UP in a row: with every
+    other answer slow (a clock that jumps a second inside every other own search), the own search
+    answers as often as with none slow; answers equal brute force's."""
+    import time
+    import types
+
+    from factorspec.graph import backends, solver
+
+    monkeypatch.setattr(backends, "AUTO_MAX_SECONDS", 60.0)  # the small budget in nodes alone:
+    monkeypatch.setattr(backends, "AUTO_SHARE", 1.0)  # no miss by wall-clock under load
+    clock = {"t": 0.0}
+    monkeypatch.setattr(backends, "time", types.SimpleNamespace(monotonic=time.monotonic,
+                                                                thread_time=lambda: clock["t"]))
+    solve = solver._Search.solve
+
+    def own_searches(every_other_slow: bool) -> int:
+        own = []
+
+        def counted(self: Any, *a: Any, **k: Any) -> Any:
+            out = solve(self, *a, **k)
+            if self.budget.nodes == backends.AUTO_NODES:
+                own.append(1)
+                if every_other_slow and len(own) % 2:
+                    clock["t"] += 1.0
+            return out
+
+        monkeypatch.setattr(solver._Search, "solve", counted)
+        kind, _cs, _valid, projs = _brute("round_robin")
+        cs = compile_spec(kind.doc, budget=Budget(seconds=60, backend="auto"))
+        walk_against_projections(cs, _order(cs), projs, random.Random("slow"), "round_robin")
+        assert cs.problem.backend_cache["auto"]["own_slow"] < backends.AUTO_GIVE_UP
+        return len(own)
+
+    fast = own_searches(False)
+    # enough answers that counting slow ones apart would stop the own search early (after the
+    # 5th: slow 1st, 3rd, 5th)
+    assert fast > backends.AUTO_GIVE_UP + 2
+    assert own_searches(True) == fast
 
 
 def test_round_robin_model_is_exact() -> None:
