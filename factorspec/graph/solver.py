@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from factorspec.errors import BudgetExceeded
-from factorspec.graph.backends import bounds_portfolio, check_backend, default_backend, solve_portfolio
+from factorspec.graph.backends import bounds_portfolio, check_backend, default_backend, own_only, solve_portfolio
 from factorspec.graph.domain import (
     EXPLICIT_LIMIT,
     Narrowing,
@@ -32,9 +32,14 @@ from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.registry import post_globals
 from factorspec.graph.ground import Factor
 from factorspec.graph.linear_fill import fill
+from factorspec.graph.record_moves import moved
 from factorspec.graph.record_pool import RecordPool
 
 SUPPORTS = True  # feasible_values by supports with a complete backend (State._supports)
+# supports one value away from a known record (graph/record_moves.py), from the witness, the
+# first pooled records within the state and each record the backend finds
+MOVES = True
+MOVE_SEEDS = 4
 
 
 @dataclass
@@ -62,6 +67,7 @@ class Stats:
     fills: int = 0  # solutions found by the linear fill, without branching
     good_hits: int = 0  # search nodes completed from an earlier search's first solution (Problem.goods)
     pool_hits: int = 0  # questions answered by a record an earlier question found (Problem.pool)
+    move_hits: int = 0  # feasible values supported by a known record with one value changed (record_moves)
 
 
 class Problem:
@@ -142,6 +148,7 @@ class Problem:
         state = dict(self.__dict__)
         state.update(nogoods=set(), goods={}, decided={}, backend_cache={})
         del state["_question"]
+        state.pop("_reading", None)  # record_moves.reading, rebuilt on demand
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -619,12 +626,31 @@ class State:
         (#feasible + 1 calls here instead of #values, fewer where earlier records support some).
         Each record found is pooled, so the state after deciding one of its values follows it
         without a search of its own."""
+        p = self.problem
         todo = set(dvalues(d))
         out = set()
-        for r in [self.witness, *self.problem.pool.within(self.D, vid)]:
+        seeds = [self.witness, *p.pool.within(self.D, vid)]
+        for r in seeds:
             if r[vid] in todo:
                 out.add(r[vid])
                 todo.discard(r[vid])
+
+        # no moves where the portfolio is the own search (a trip under auto): its records, the
+        # least in branch order, are the ones a walk follows, as under backend own
+        use_moves = MOVES and not own_only(p, self.budget.backend)
+
+        def moves(r: Sequence[Any]) -> None:
+            # records with only `vid` changed (record_moves.py); pooled, so that deciding one
+            # of their values follows it without a search
+            if use_moves and todo:
+                for r2 in moved(p, r, vid, sorted(todo)):
+                    p.stats.move_hits += 1
+                    out.add(r2[vid])
+                    todo.discard(r2[vid])
+                    p.pool.add(r2)
+
+        for r in seeds[:MOVE_SEEDS]:
+            moves(r)
         while todo:
             st = self.narrow(vid, frozenset(todo))
             if st is None:
@@ -632,6 +658,7 @@ class State:
             k = st.witness[vid]
             out.add(k)
             todo.discard(k)
+            moves(st.witness)
         return sorted(out)
 
     def value_bounds(self, vid: int) -> tuple[int, int]:

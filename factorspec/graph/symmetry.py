@@ -48,18 +48,40 @@ _UNDEF = ("undefined",)
 class _Canon:
     """Canonical forms of nodes under domains D, variables renamed by `ren` (var id -> var id)."""
 
-    def __init__(self, D: list, ren: dict[int, int]) -> None:
+    def __init__(self, D: list, ren: dict[int, int], like: Optional[_Canon] = None) -> None:
+        """`like`: a _Canon of the same D whose values and safety answers are shared (they do
+        not depend on the renaming; every adjacent pair of blocks asks them again)."""
         self.D = D
         self.ren = ren
+        self.fixed: list[bool]
+        self.A: list
+        self.open: frozenset[int]
+        self._safe: dict[int, bool]
+        self._consts: dict[int, tuple[E.Node, Optional[Hashable]]]
+        if like is not None:
+            self.fixed, self.A, self.open = like.fixed, like.A, like.open
+            self._safe, self._consts = like._safe, like._consts
+            return
         self.fixed = [dsize(d) == 1 for d in D]
         self.A = [dmin(d) if f else None for d, f in zip(D, self.fixed)]
-        self._safe: dict[int, bool] = {}
+        self.open = frozenset(i for i, f in enumerate(self.fixed) if not f)
+        self._safe = {}
+        self._consts = {}
 
     # -- values ---------------------------------------------------------------------------
     def _const(self, n: E.Node) -> Optional[Hashable]:
         """n's exact value when D fixes every variable it reads (None otherwise)."""
-        if not all(self.fixed[v] for v in n.vars):
+        if not n.vars.isdisjoint(self.open):
             return None
+        k = id(n)
+        hit = self._consts.get(k)
+        if hit is not None and hit[0] is n:
+            return hit[1]
+        v = self._const_uncached(n)
+        self._consts[k] = (n, v)
+        return v
+
+    def _const_uncached(self, n: E.Node) -> Optional[Hashable]:
         try:
             v = n.ev(self.A)
         except (TypeError, ZeroDivisionError):
@@ -290,7 +312,7 @@ def chains(p: Problem, D: list) -> list[list[int]]:
                 for fi in fis:
                     if fi not in forms:
                         forms[fi] = form_of(base, fi)
-                swapped = _Canon(D, ren)
+                swapped = _Canon(D, ren, like=base)
                 after = [form_of(swapped, fi) for fi in fis]
                 ok = (all(forms[fi] is not None for fi in fis) and all(f is not None for f in after)
                       and Counter(forms[fi] for fi in fis) == Counter(after))

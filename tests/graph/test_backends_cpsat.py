@@ -123,8 +123,22 @@ def kind_array(r: random.Random) -> dict:
     return _spec(props, rels)
 
 
+PAIR_EQS = ["x == y", "y != x", "2 * x == y - 1", "x + y != 3", "x - 2 * z == y", "z == x", "c == d", "d != c",
+            "y == 2 * z - 1", "c != 'red'"]
+
+
+def kind_pairs(r: random.Random) -> dict:
+    """Reified == / != of two variables (c1*x + c2*y + c0 against 0, numeric or symbolic: the
+    value-literal clauses of `_Builder._pair_eq`), among three-variable ones and constants."""
+    props = {"x": _int(-2, 3), "y": _int(0, 4), "z": _int(1, 3), "c": {"enum": ["red", "green", "blue"]},
+             "d": {"enum": ["red", "green", None]}}
+    rels = [f"{r.choice(PAIR_EQS)} or {r.choice(PAIR_EQS)}", f"{r.choice(PAIR_EQS)} implies {r.choice(PAIR_EQS)}",
+            f"not ({r.choice(PAIR_EQS)}) or z == 2"]
+    return _spec(props, rels)
+
+
 KINDS = {f.__name__[5:]: f for f in (kind_sum, kind_alldiff, kind_table, kind_overlap, kind_strings,
-                                      kind_decimal, kind_optional, kind_nonlinear, kind_array)}
+                                      kind_decimal, kind_optional, kind_nonlinear, kind_array, kind_pairs)}
 
 
 def brute(cs: Any) -> list[list]:
@@ -178,6 +192,60 @@ def test_backends_agree_with_brute_force(kind: str) -> None:
         for be in BACKENDS:
             got = answers(doc, be)
             assert got == want, (kind, be, doc)
+
+
+@pytest.mark.parametrize("pairs, order", [(0, True), (64, False), (0, False)])
+@pytest.mark.parametrize("kind", ["pairs", "strings", "overlap", "sum", "nonlinear"])
+def test_other_encodings_agree_with_brute_force(kind: str, pairs: int, order: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other encodings answer the same: == / != of two variables as linear constraints
+    (`PAIR_VALUES = 0`, as for wider domains); order comparisons each with its own literal and
+    every `or` operand fully reified (`ORDER_SHARED = False`)."""
+    monkeypatch.setattr(cpsat, "PAIR_VALUES", pairs)
+    monkeypatch.setattr(cpsat, "ORDER_SHARED", order)
+    r = random.Random(f"cpsat-linear-{kind}")
+    for _ in range(10):
+        doc = KINDS[kind](r)
+        cs = compile_spec(doc, budget=Budget(backend="cpsat"))
+        b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
+        assert (not pairs and b._pair_cache == b._pair_half == {}) or pairs
+        assert (not order and b._order_lits == b._order_half == {}) or order
+        want = oracle(doc)
+        for be in ("cpsat", "auto"):
+            assert answers(doc, be) == want, (kind, be, doc)
+
+
+def test_order_comparisons_share_literals() -> None:
+    """`x < y` and `y > x` are one comparison: one full literal; as operands of a factor's `or`
+    they are literals that imply them (one conditional constraint each), and the full literal
+    is reused there once it exists."""
+    doc = _spec({"x": _int(0, 3), "y": _int(0, 3), "w": _int(0, 3)},
+                ["(x < y) == (w == 1)", "(y > x) == (w != 2)", "x + 1 <= y or w == 2", "y >= x + 1 or w == 3",
+                 "x >= y or w == 0"])
+    cs = compile_spec(doc, budget=Budget(backend="cpsat"))
+    b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
+    assert len(b._order_lits) == 1  # x - y < 0
+    assert len(b._order_half) == 2  # x - y + 1 <= 0 (both spellings), y - x <= 0
+    assert oracle(doc) == answers(doc, "cpsat")
+
+
+def test_pairs_use_value_literals_once_per_relation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x == y`, `y != x` and `y - x == 0` are one relation: one literal, the value clauses
+    posted once, and reused as the operand of an `or`; an operand of an `or` with no full
+    literal gets an implying one (one clause per value); a comparison over a domain wider than
+    PAIR_VALUES stays linear."""
+    monkeypatch.setattr(cpsat, "PAIR_VALUES", 8)
+    doc = _spec({"x": _int(0, 3), "y": _int(0, 3), "w": _int(0, 8)},
+                ["(x == y) == (w == 1)", "y != x or w == 2", "y - x == 0 or w == 3", "x != w or y == 1",
+                 "x == y + 1 or w == 0", "y + 1 != x or w == 4"])
+    cs = compile_spec(doc, budget=Budget(backend="cpsat"))
+    ids = {v.name: v.id for v in cs.vars}
+    xy = tuple(sorted((ids["x"], ids["y"])))
+    b = cpsat.model_of(cs.problem).builder  # type: ignore[union-attr]
+    assert list(b._pair_cache) == [(*xy, -1, 0)]
+    shift = -1 if ids["x"] < ids["y"] else 1  # x - y - 1 == 0, over the lower var id first
+    assert sorted(b._pair_half) == [((*xy, -1, shift), "!="), ((*xy, -1, shift), "==")]
+    assert oracle(doc) == answers(doc, "cpsat")
 
 
 def test_every_kind_translates_exactly_somewhere() -> None:

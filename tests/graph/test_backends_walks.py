@@ -50,6 +50,122 @@ def test_full_solver_and_symmetry_breaking_keep_answers(name: str, monkeypatch: 
     _walks(name, "cpsat", walks=1)
 
 
+@pytest.mark.parametrize("name", ["round_robin", "meetings", "packing", "seating"])
+def test_supports_and_moves_keep_answers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """feasible_values by supports with one-value moves (the default), without the moves, and
+    by one question per value: each equal to brute force's, with the light try on and cut to
+    nothing; the moves decide some values on three of these kinds (they are not skipped)."""
+    from factorspec.graph import solver
+
+    kind, _cs, _valid, _projs = _brute(name)
+    cs = compile_spec(kind.doc, budget=Budget(seconds=60, backend="auto"))
+    walk_against_projections(cs, _order(cs), _brute(name)[3], random.Random(f"moves-{name}"), name)
+    if name != "round_robin":  # (a round robin's every one-value change breaks a factor)
+        assert cs.problem.stats.move_hits > 0, name
+    for light in (cpsat.LIGHT_DTIME, 1e-9):
+        monkeypatch.setattr(cpsat, "LIGHT_DTIME", light)
+        monkeypatch.setattr(solver, "MOVES", False)
+        _walks(name, "cpsat", walks=1)
+        monkeypatch.setattr(solver, "SUPPORTS", False)
+        _walks(name, "cpsat", walks=1)
+        monkeypatch.setattr(solver, "SUPPORTS", True)
+        monkeypatch.setattr(solver, "MOVES", True)
+        _walks(name, "cpsat", walks=1)
+
+
+def test_moved_records_are_exactly_the_valid_ones() -> None:
+    """record_moves.moved keeps exactly the one-value changes of a valid record that every
+    factor holds on (brute force: `holds` on each), for every variable of small kinds."""
+    from factorspec.graph.domain import dvalues
+    from factorspec.graph.record_moves import moved
+
+    seen = dict.fromkeys(("round_robin", "meetings", "packing"), 0)
+    for name in seen:
+        _kind, cs, _valid, _projs = _brute(name)
+        p = cs.problem
+        st = cs.root()
+        rng = random.Random(name)
+        records = [st.witness] + [list(r) for r in p.pool.within(p.initial_domains())][:3]
+        for r in records:
+            assert cpsat.holds(p, r)
+            for v in rng.sample(p.vars, min(12, len(p.vars))):
+                values = dvalues(p.initial_domains()[v.id])
+                want = [k for k in values if k != r[v.id] and cpsat.holds(p, [*r[:v.id], k, *r[v.id + 1:]])]
+                got = [m[v.id] for m in moved(p, r, v.id, values)]
+                assert got == want, (name, v.name)
+                seen[name] += len(got)
+    assert seen["meetings"] > 0 and seen["packing"] > 0, seen  # (none in a round robin)
+
+
+@pytest.mark.parametrize("slow", [-1.0, 1e9])
+def test_auto_hands_slow_own_searches_to_cpsat(slow: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AUTO_GIVE_UP own-search answers in a row slower than AUTO_SLOW hand the problem to
+    CP-SAT: with every answer slow, the own search runs AUTO_GIVE_UP times on a problem and CP-SAT
+    answers the rest; answers equal brute force's either way."""
+    from factorspec.graph import backends, solver
+
+    monkeypatch.setattr(backends, "AUTO_SLOW", slow)
+    monkeypatch.setattr(backends, "AUTO_MAX_SECONDS", 60.0)  # the small budget in nodes alone:
+    monkeypatch.setattr(backends, "AUTO_SHARE", 1.0)  # no miss by wall-clock under load
+    own = []
+    solve = solver._Search.solve
+
+    def counted(self: Any, *a: Any, **k: Any) -> Any:
+        own.append(self.budget.nodes)
+        return solve(self, *a, **k)
+
+    monkeypatch.setattr(solver._Search, "solve", counted)
+    kind, _cs, _valid, projs = _brute("meetings")
+    cs = compile_spec(kind.doc, budget=Budget(seconds=60, backend="auto"))
+    walk_against_projections(cs, _order(cs), projs, random.Random("slow"), "meetings")
+    small = [n for n in own if n == backends.AUTO_NODES]
+    if slow < 0:
+        assert len(small) == backends.AUTO_GIVE_UP
+    else:
+        assert len(small) > backends.AUTO_GIVE_UP  # (the own search answers this small kind in time)
+
+
+def test_auto_counts_slow_answers_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slow own-search answers hand the problem to CP-SAT only AUTO_GIVE_UP in a row: with every
+    other answer slow (a clock that jumps a second inside every other own search), the own search
+    answers as often as with none slow; answers equal brute force's."""
+    import time
+    import types
+
+    from factorspec.graph import backends, solver
+
+    monkeypatch.setattr(backends, "AUTO_MAX_SECONDS", 60.0)  # the small budget in nodes alone:
+    monkeypatch.setattr(backends, "AUTO_SHARE", 1.0)  # no miss by wall-clock under load
+    clock = {"t": 0.0}
+    monkeypatch.setattr(backends, "time", types.SimpleNamespace(monotonic=time.monotonic,
+                                                                thread_time=lambda: clock["t"]))
+    solve = solver._Search.solve
+
+    def own_searches(every_other_slow: bool) -> int:
+        own = []
+
+        def counted(self: Any, *a: Any, **k: Any) -> Any:
+            out = solve(self, *a, **k)
+            if self.budget.nodes == backends.AUTO_NODES:
+                own.append(1)
+                if every_other_slow and len(own) % 2:
+                    clock["t"] += 1.0
+            return out
+
+        monkeypatch.setattr(solver._Search, "solve", counted)
+        kind, _cs, _valid, projs = _brute("round_robin")
+        cs = compile_spec(kind.doc, budget=Budget(seconds=60, backend="auto"))
+        walk_against_projections(cs, _order(cs), projs, random.Random("slow"), "round_robin")
+        assert cs.problem.backend_cache["auto"]["own_slow"] < backends.AUTO_GIVE_UP
+        return len(own)
+
+    fast = own_searches(False)
+    # enough answers that counting slow ones apart would stop the own search early (after the
+    # 5th: slow 1st, 3rd, 5th)
+    assert fast > backends.AUTO_GIVE_UP + 2
+    assert own_searches(True) == fast
+
+
 def test_round_robin_model_is_exact() -> None:
     """min/max of team names (a rank read back through a table) has a translation: no factor
     is relaxed away, so CP-SAT's answers need no fallback to the own search."""

@@ -31,6 +31,12 @@ AUTO_NODES = 400
 AUTO_SHARE = 0.05
 AUTO_MAX_SECONDS = 0.05
 AUTO_GIVE_UP = 3
+# AUTO_GIVE_UP own-search answers in a row that each cost more thread CPU than this hand the
+# problem to CP-SAT as misses do (each is still returned): a CP-SAT question costs 5-20 ms on the
+# families of microbench/solver_families.py, and meetings 12 in 3 rooms spent 562 ms CPU on one
+# feasible_values in ~25 own searches of 20 ms. In a row: a latin square's own searches take 1 ms
+# but now and then 30, and counting those apart handed it to CP-SAT (p50 1.0 -> 3.4 ms)
+AUTO_SLOW = 0.01
 
 
 def default_backend() -> str:
@@ -56,6 +62,15 @@ def _is_trip(p: object) -> bool:
                for g in getattr(p, "globals", ()))
 
 
+def own_only(p: object, mode: str) -> bool:
+    """Whether `solve_portfolio` answers every question on p by the own search alone: backend
+    own, or auto on a trip or without ortools (then auto decodes as own does, record for
+    record, and nothing may hand it other records)."""
+    from factorspec.graph.backends import cpsat
+
+    return mode == "own" or (mode == "auto" and (_is_trip(p) or not cpsat.available()))
+
+
 def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optional[list] = None) -> Optional[list]:
     """One solution extending D (internal values), or None; exact. BudgetExceeded when the
     question's budget ends first (a CP-SAT UNKNOWN is that, never a guess). `propagated`: the
@@ -64,7 +79,8 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
 
     auto: the own search first with a small budget (most questions along a walk take it a few
     nodes), then CP-SAT. Once the own search has missed its small budget `AUTO_GIVE_UP` times on
-    this problem while CP-SAT answered, later questions go to CP-SAT directly. Where the problem
+    this problem, or answered slower than `AUTO_SLOW` that many times in a row, later questions go
+    to CP-SAT directly. Where the problem
     has the propagator the own search is built around (a trip's `DistinctSequence`), auto is the
     own search (measured faster there on every size); `cpsat` still runs CP-SAT first. `hint`: a
     record near the one sought (the asking state's witness), CP-SAT's solution hint."""
@@ -89,15 +105,19 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
         # at 30 cities 3x faster per question; auto there is the own search, so a trip decodes the
         # same with `auto` as with `own` by construction
         return s.solve(D, changed)
-    tally = p.backend_cache.setdefault("auto", {"own_missed": 0})
-    if mode == "auto" and tally["own_missed"] < AUTO_GIVE_UP:
+    tally = p.backend_cache.setdefault("auto", {"own_missed": 0, "own_slow": 0})
+    if mode == "auto" and tally["own_missed"] < AUTO_GIVE_UP and tally["own_slow"] < AUTO_GIVE_UP:
         left = s.deadline - time.monotonic()
         small = replace(s.budget, nodes=min(AUTO_NODES, s.budget.nodes),
                         seconds=max(0.0, min(AUTO_MAX_SECONDS, AUTO_SHARE * left)))
+        cpu = time.thread_time()
         try:
-            return S._Search(p, small).solve(D, changed)
+            sol = S._Search(p, small).solve(D, changed)
         except BudgetExceeded:
             tally["own_missed"] += 1
+        else:
+            tally["own_slow"] = tally["own_slow"] + 1 if time.thread_time() - cpu > AUTO_SLOW else 0
+            return sol
     model = cpsat.model_of(p)
     if model is None:  # some variable is not representable (e.g. a domain past int64)
         return s.solve(D, changed)
@@ -111,7 +131,7 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
         return sol
     # the relaxation's solution breaks a factor that has no exact translation: undecided
     p.stats.backend_fallbacks += 1
-    tally["own_missed"] = 0  # the own search decides such problems: give it its small budget again
+    tally["own_missed"] = tally["own_slow"] = 0  # the own search decides such problems: its small budget again
     return s.solve(D, changed)
 
 
