@@ -118,7 +118,7 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
         else:
             tally["own_slow"] = tally["own_slow"] + 1 if time.thread_time() - cpu > AUTO_SLOW else 0
             return sol
-    model = cpsat.model_of(p)
+    model = cpsat.model_of(p, s.deadline)
     if model is None:  # some variable is not representable (e.g. a domain past int64)
         return s.solve(D, changed)
     left = s.deadline - time.monotonic()
@@ -144,7 +144,7 @@ def bounds_portfolio(s: _Search, D: list, vid: int) -> Optional[tuple[int, int]]
 
     if check_backend(s.budget.backend) == "own" or not cpsat.available():
         return None
-    model = cpsat.model_of(s.p)
+    model = cpsat.model_of(s.p, s.deadline)
     if model is None:
         return None
     out = []

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 
 SAFE = 2 ** 50  # bound on |value| of any CP-SAT variable or expression built here (int64 headroom)
 TABLE_ROWS = 20_000
+# an all_different whose items need pairwise constraints (guarded items, or not enforced) past this
+# many pairs is left out (a relaxation): 865 unique items made 373,680 pairs, 38 s of model build
+# (JSONSchemaBench JsonSchemaStore/github-workflow-template-properties) inside a 5 s question
+MAX_PAIRS = 20_000
 KEEP_ALL = True
 # implied no_overlap globals as CP-SAT intervals: off, measured slower (meetings 16 in 3 rooms,
 # one run side by side: CPU p50 62 / 72 ms with, 40 / 39 ms without; CP-SAT finds the pairwise
@@ -123,6 +127,7 @@ class _Builder:
         self.bounds: list[tuple[int, int]] = []
         self.codes: dict[Any, int] = {}  # symbolic value -> code
         self.exact = True  # False once anything was relaxed
+        self.deadline: Optional[float] = None  # of the question the build runs in (monotonic)
         self.dropped: list[str] = []
         self._bool_of: dict[int, Any] = {}
         self._eq_cache: dict[tuple[int, int], Any] = {}
@@ -1001,8 +1006,12 @@ class _Builder:
         if enforce and plain:
             self.m.add_all_different(es)
             return True
+        if len(es) * (len(es) - 1) // 2 > MAX_PAIRS:
+            raise Unsupported(f"all_different over {len(es)} items needs more than {MAX_PAIRS} pairwise constraints")
         pair_lits = []
         for i in range(len(es)):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise _BuildTimeout()
             for j in range(i + 1, len(es)):
                 if isinstance(es[i], int) and isinstance(es[j], int):
                     if es[i] == es[j]:
@@ -1150,9 +1159,12 @@ def _add(a: Lin, b: Lin) -> Lin:
 class Model:
     """A problem's CP-SAT model, built once; each question copies it and sets the domains."""
 
-    def __init__(self, p: Problem) -> None:
+    def __init__(self, p: Problem, deadline: Optional[float] = None) -> None:
         b = _Builder(p)
+        b.deadline = deadline
         for f in p.factors:
+            if deadline is not None and time.monotonic() > deadline:
+                raise _BuildTimeout()
             # each factor on a scratch copy of the builder's state would cost a model copy per
             # factor; instead a factor that fails to translate midway leaves only auxiliary
             # variables and constraints that its own (unposted) literals guard, or that define
@@ -1268,12 +1280,18 @@ class Model:
         raise BudgetExceeded("seconds (CP-SAT)", budget_seconds, used)
 
 
-def model_of(p: Problem) -> Optional[Model]:
-    """The problem's model, built on first use and kept on the problem (None: not representable)."""
+class _BuildTimeout(Exception):
+    """The model's build passed the asking question's deadline."""
+
+
+def model_of(p: Problem, deadline: Optional[float] = None) -> Optional[Model]:
+    """The problem's model, built on first use and kept on the problem (None: not representable,
+    or its build passed the deadline of the question that asked first: a model that large is not
+    worth CP-SAT's time on later questions either, which then go to the own search)."""
     cache = p.backend_cache
     if "cpsat" not in cache:
         try:
-            cache["cpsat"] = Model(p)
-        except Unsupported:
+            cache["cpsat"] = Model(p, deadline)
+        except (Unsupported, _BuildTimeout):
             cache["cpsat"] = None
     return cache["cpsat"]
