@@ -156,6 +156,21 @@ class Problem:
         self._question = threading.local()
 
 
+def split_fixed(D: list) -> tuple[list, int, list]:
+    """(assignment of the fixed variables, None elsewhere; their ids as one bitmask; (id, domain)
+    of the open ones): the split a search node's key starts from."""
+    A: list = [None] * len(D)
+    fixed = 0
+    open_l = []
+    for i, d in enumerate(D):
+        if (len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1) == 1:
+            A[i] = dmin(d)
+            fixed |= 1 << i
+        else:
+            open_l.append((i, d))
+    return A, fixed, open_l
+
+
 def _factor_groups(fvars: list[tuple[int, ...]], set_sig: list[bool]) -> list[tuple[int, tuple, tuple, bool]]:
     """The factors grouped by their variables, for `_Search._key`: (mask of the variables, the
     variables, the factors' indices, whether the key reads the assigned values as a set). An
@@ -296,15 +311,7 @@ class _Search:
         p = self.p
         # which variables are fixed, as one bitmask: a group with none of them (most, high in
         # the tree) is skipped by one AND of its own mask, without reading its variables
-        A: list = [None] * len(D)
-        fixed = 0
-        open_l = []
-        for i, d in enumerate(D):
-            if (len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1) == 1:
-                A[i] = dmin(d)
-                fixed |= 1 << i
-            else:
-                open_l.append((i, d))
+        A, fixed, open_l = split_fixed(D)
         open_ = tuple(open_l)
         groups = p.__dict__.get("fgroups")
         if groups is None:  # (a Problem pickled before the groups existed)

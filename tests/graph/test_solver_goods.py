@@ -9,6 +9,7 @@ asked with the memo off: every feasible value set and every witness along walks 
 from __future__ import annotations
 
 import random
+from typing import Any, Optional
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -76,6 +77,18 @@ def _reference(adj, h, win, inside, ga, gb, s, e):
     return out
 
 
+def _draw_ends(data: Any, nv: int) -> tuple[int, Optional[int], Optional[int]]:
+    """A gap's inside set and its optional start and end values (never inside)."""
+    inside = data.draw(st.integers(0, (1 << nv) - 1))
+    s = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
+    e = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
+    if s is not None:
+        inside &= ~(1 << s)
+    if e is not None:
+        inside &= ~(1 << e)
+    return inside, s, e
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(2, 8), st.data())
 def test_fillings_match_plain_enumeration(nv: int, data) -> None:
@@ -84,13 +97,7 @@ def test_fillings_match_plain_enumeration(nv: int, data) -> None:
     ga = data.draw(st.integers(0, 3))
     gb = ga + data.draw(st.integers(0, 9))
     win = {v: data.draw(st.integers(0, (1 << (gb + 2)) - 1)) for v in range(nv)}
-    inside = data.draw(st.integers(0, (1 << nv) - 1))
-    s = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
-    e = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
-    if s is not None:
-        inside &= ~(1 << s)
-    if e is not None:
-        inside &= ~(1 << e)
+    inside, s, e = _draw_ends(data, nv)
     got = Q._fillings(adj, h, win, inside, ga, gb, s, e)
     assert got is not None  # tiny instances stay under the step cap
     assert got == _reference(adj, h, win, inside, ga, gb, s, e)
@@ -129,13 +136,7 @@ def test_fillings_cap_is_exact(nv: int, cap: int, data) -> None:
     gb = ga + data.draw(st.integers(0, 8))
     wfull = (1 << (gb + 2)) - 1
     win = {v: data.draw(st.one_of(st.just(wfull), st.integers(0, wfull))) for v in range(nv)}
-    inside = data.draw(st.integers(0, (1 << nv) - 1))
-    s = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
-    e = data.draw(st.one_of(st.none(), st.integers(0, nv - 1)))
-    if s is not None:
-        inside &= ~(1 << s)
-    if e is not None:
-        inside &= ~(1 << e)
+    inside, s, e = _draw_ends(data, nv)
     args = (adj, h, win, inside, ga, gb, s, e)
     old = Q.FILL_STEPS
     Q.FILL_STEPS = cap

@@ -11,20 +11,11 @@ from typing import Any
 from benchmarks.natural_plan import generate_file, parse_instance, to_spec
 from factorspec.graph import Budget, compile_spec
 from factorspec.graph import solver as S
-from factorspec.graph.domain import dmin
 
 
 def _per_factor_key(p: S.Problem, D: list) -> tuple:
     """The key with one entry per factor (as `_key` was before the groups)."""
-    A: list = [None] * len(D)
-    fixed = 0
-    open_l = []
-    for i, d in enumerate(D):
-        if (len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1) == 1:
-            A[i] = dmin(d)
-            fixed |= 1 << i
-        else:
-            open_l.append((i, d))
+    A, fixed, open_l = S.split_fixed(D)
     sigs: list[tuple[int, Any]] = []
     for ci, vs in enumerate(p.fvars):
         fm = sum(1 << v for v in vs)
