@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Optional, Union
@@ -25,6 +26,16 @@ MAX_INSTANCES = 200_000
 MAX_VARS = 100_000
 DIV_LIMIT = 1024  # a divisor that is not a constant may take at most this many values
 
+
+
+def nodes_hold(nodes: Iterable[Any], A: Sequence[Any]) -> bool:
+    """Whether every node holds on the complete assignment A (internal values), exactly as
+    `check` decides: an undefined value (a missing table key, the min of nothing) makes a node
+    false. One place for the search's leaf check, its node keys, CP-SAT's answers and moves."""
+    try:
+        return all(n.ev(A) for n in nodes)
+    except (TypeError, ZeroDivisionError):
+        return False
 
 @dataclass
 class Relation:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from factorspec.graph.ground import nodes_hold
+
 if TYPE_CHECKING:
     from factorspec.graph.solver import Problem
 
@@ -42,10 +44,6 @@ def moved(p: Problem, record: Sequence[Any], vid: int, values: Iterable[int]) ->
             continue
         r = list(record)
         r[vid] = k
-        try:
-            ok = all(n.ev(r) for n in factors)
-        except (TypeError, ZeroDivisionError):  # an undefined value: the factor is false
-            ok = False
-        if ok:
+        if nodes_hold(factors, r):
             out.append(r)
     return out

@@ -30,7 +30,7 @@ from factorspec.graph.domain import (
 from factorspec.graph.expr import F, Node, T, Var, VarRef, as_bool
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.registry import post_globals
-from factorspec.graph.ground import Factor
+from factorspec.graph.ground import Factor, nodes_hold
 from factorspec.graph.linear_fill import fill
 from factorspec.graph.record_moves import moved
 from factorspec.graph.record_pool import RecordPool
@@ -313,9 +313,7 @@ class _Search:
         # the tree) is skipped by one AND of its own mask, without reading its variables
         A, fixed, open_l = split_fixed(D)
         open_ = tuple(open_l)
-        groups = p.__dict__.get("fgroups")
-        if groups is None:  # (a Problem pickled before the groups existed)
-            groups = p.fgroups = _factor_groups(p.fvars, p.set_sig)
+        groups = p.fgroups
         sigs: list[tuple[int, Any]] = []
         decided = p.decided
         if len(decided) > 200_000:
@@ -331,16 +329,7 @@ class _Search:
                 dkey = (gi, tuple(A[v] for v in vs))
                 holds = decided.get(dkey)
                 if holds is None:
-                    holds = True
-                    for ci in cis:
-                        try:
-                            if not factors[ci].node.ev(A):
-                                holds = False
-                                break
-                        except (TypeError, ZeroDivisionError):
-                            holds = False
-                            break
-                    decided[dkey] = holds
+                    holds = decided[dkey] = nodes_hold((factors[ci].node for ci in cis), A)
                 if holds:
                     continue
                 sigs.append((gi, tuple(D[v] for v in vs)))
@@ -363,13 +352,7 @@ class _Search:
 
     def _holds(self, A: list) -> bool:
         """Every factor holds on the complete assignment A."""
-        for f in self.p.factors:
-            try:  # an undefined value (missing table key, min of nothing) makes the factor false,
-                if not f.node.ev(A):  # exactly as CompiledSpec.check decides
-                    return False
-            except (TypeError, ZeroDivisionError):
-                return False
-        return True
+        return nodes_hold((f.node for f in self.p.factors), A)
 
     def _branches(self, d: Any) -> list:
         if isinstance(d, frozenset):
