@@ -35,6 +35,7 @@ from factorspec.graph.domain import dcontains, dmax, dmin, dsize
 from factorspec.graph.globals.all_different import AllDiff
 from factorspec.graph.globals.linear import LinSum
 from factorspec.graph.globals.no_overlap import NoOverlap
+from factorspec.graph.ground import nodes_hold
 
 if TYPE_CHECKING:
     from factorspec.graph.solver import Problem
@@ -93,13 +94,7 @@ class Unsupported(Exception):
 
 def holds(p: Problem, A: list) -> bool:
     """Every factor holds on the full assignment A (internal values), exactly as `check` decides."""
-    for f in p.factors:
-        try:
-            if not f.node.ev(A):
-                return False
-        except (TypeError, ZeroDivisionError):
-            return False
-    return True
+    return nodes_hold((f.node for f in p.factors), A)
 
 
 Lin = tuple[dict[int, Fraction], Fraction]  # ({cp var index: coef}, const): sum(coef * var) + const
@@ -754,6 +749,14 @@ class _Builder:
         self._bool_of[v.id] = b
         return b
 
+    def _diff(self, a: E.Node, b: E.Node) -> Lin:
+        """a - b as a linear form (two single-variable forms, the common case, without Fraction
+        sums)."""
+        la, lb = self.num(a), self.num(b)
+        if len(la[0]) == 1 and len(lb[0]) == 1 and la[0].keys() != lb[0].keys():
+            return {**la[0], **{k: -c for k, c in lb[0].items()}}, la[1] - lb[1]
+        return _add(la, _scale(lb, Fraction(-1)))
+
     def _pair(self, a: E.Node, b: E.Node) -> tuple[str, Any, Any]:
         """Both sides as integer expressions of one kind: ('num', s*a, s*b) or ('sym', code, code)."""
         if a.kind == "sym" or b.kind == "sym":
@@ -762,7 +765,7 @@ class _Builder:
             ca, _ = self.sym(a)
             cb, _ = self.sym(b)
             return "sym", ca, cb
-        return self._num_pair(_add(self.num(a), _scale(self.num(b), Fraction(-1))))
+        return self._num_pair(self._diff(a, b))
 
     def _num_pair(self, d: Lin) -> tuple[str, Any, Any]:
         """('num', s*d, 0): the difference d of two sides as an integer expression (or int)."""
@@ -779,9 +782,9 @@ class _Builder:
         if n.op not in ("<", "<=", ">", ">=") or n.a.kind == "sym" or n.b.kind == "sym":
             return None
         if n.op in ("<", "<="):
-            op, d = n.op, _add(self.num(n.a), _scale(self.num(n.b), Fraction(-1)))
+            op, d = n.op, self._diff(n.a, n.b)
         else:
-            op, d = ("<" if n.op == ">" else "<="), _add(self.num(n.b), _scale(self.num(n.a), Fraction(-1)))
+            op, d = ("<" if n.op == ">" else "<="), self._diff(n.b, n.a)
         return op, d, (op, tuple(sorted(d[0].items())), d[1])
 
     def _implied(self, n: E.Node) -> Lit:
@@ -837,7 +840,7 @@ class _Builder:
             if isinstance(cb, int) and not isinstance(ca, int) and ca.index >= 0:
                 return self._eq_lit(("eq", ca, cb))
             return None
-        vs, c = _add(self.num(a), _scale(self.num(b), Fraction(-1)))
+        vs, c = self._diff(a, b)
         if len(vs) != 1:
             return None
         (i, k), = vs.items()
@@ -867,11 +870,7 @@ class _Builder:
             if ca.index == cb.index:
                 return None
         else:
-            la, lb = self.num(a), self.num(b)
-            if len(la[0]) == 1 and len(lb[0]) == 1 and la[0].keys() != lb[0].keys():
-                d = {**la[0], **{k: -c for k, c in lb[0].items()}}, la[1] - lb[1]  # (the common case)
-            else:
-                d = _add(la, _scale(lb, Fraction(-1)))
+            d = self._diff(a, b)
         if len(d[0]) != 2:
             return None
         (i, c1), (j, c2) = sorted(d[0].items())
