@@ -52,6 +52,14 @@ _MASKS: dict[frozenset, int] = {}  # a slot's domain -> its bitmask (domains rec
 _SETS: dict[int, frozenset] = {}  # the reverse, for the domains this node writes: one object per set
 
 
+def _keep(cache: dict, key: Any, value: Any) -> Any:
+    """cache[key] = value, emptying the cache first once it holds 100,000 entries; returns value."""
+    if len(cache) > 100_000:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _mask(d: frozenset) -> int:
     got = _MASKS.get(d)
     if got is not None:
@@ -59,23 +67,15 @@ def _mask(d: frozenset) -> int:
     m = 0
     for k in d:
         m |= 1 << k
-    if len(_MASKS) > 100_000:
-        _MASKS.clear()
-    _MASKS[d] = m
-    return m
+    return _keep(_MASKS, d, m)
 
 
 def _set_of(m: int) -> frozenset:
     """The domain with the values of bitmask m (the same object each time: its hash is kept)."""
     got = _SETS.get(m)
     if got is None:
-        got = frozenset(_bits(m))
-        if len(_SETS) > 100_000:
-            _SETS.clear()
-        _SETS[m] = got
-        if len(_MASKS) > 100_000:
-            _MASKS.clear()
-        _MASKS[got] = m
+        got = _keep(_SETS, m, frozenset(_bits(m)))
+        _keep(_MASKS, got, m)
     return got
 
 
@@ -96,17 +96,7 @@ def _bits(m: int) -> tuple[int, ...]:
     got = _BITS.get(m)
     if got is not None:
         return got
-    out = []
-    k = m
-    while k:
-        low = k & -k
-        out.append(low.bit_length() - 1)
-        k ^= low
-    got = tuple(out)
-    if len(_BITS) > 100_000:
-        _BITS.clear()
-    _BITS[m] = got
-    return got
+    return _keep(_BITS, m, tuple(_bits_once(m)))
 
 
 class DistinctSequence(Node):
