@@ -40,7 +40,6 @@ import collections
 import decimal
 import functools
 import json
-import math
 import os
 import platform
 import random
@@ -109,13 +108,13 @@ INT_DIGITS = 4000  # integral Decimals of fewer digits become ints (exact_number
 
 def exact_numbers(x: Any) -> Any:
     """`x` with every float replaced by the Decimal of its shortest text (the text a schema or an
-    instance wrote, for every float that text round-trips) and every integral number by an int:
-    with floats, jsonschema's multipleOf
-    divides in binary and calls -32.48 no multiple of 0.01 (-32.48 / 0.01 = -3247.9999999999995)."""
+    instance wrote, for every float that text round-trips) and every integral number by an int.
+    Why: with floats, jsonschema's multipleOf divides in binary and calls -32.48 no multiple of
+    0.01 (-32.48 / 0.01 = -3247.9999999999995)."""
     if isinstance(x, (float, Decimal)):
-        if not x.is_finite() if isinstance(x, Decimal) else not math.isfinite(x):
-            return x
         d = Decimal(repr(x)) if isinstance(x, float) else x
+        if not d.is_finite():
+            return x
         # an integral number is an integer (every draft since 6; Draft 4's "1.0 is no integer" is
         # not applied here, so another engine's "5.0" for an integer is not called unsound); only
         # up to INT_DIGITS digits: a walk may write 1e999999999, whose int would take minutes
