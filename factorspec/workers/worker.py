@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from factorspec.constraint import DraftTree, fill_tree_bitmask, truncate_draft
+from factorspec.graph.backends import cpsat, own_only
 from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
 from factorspec.workers.checkpoint import dump_spec, dump_state, load_spec, load_state, states_of
@@ -71,6 +72,10 @@ class Worker:
         # (rid -> compiled spec; rid -> (doc, image, seq of its hold) still to load)
         self.held: dict[Any, Any] = {}
         self.hold_due: dict[Any, tuple] = {}
+        # a held spec whose questions may go to CP-SAT: import ortools when idle (`warm_solver`),
+        # or the first re-add's first question onto it pays the import (0.7 s of CPU) in a step
+        self.warm_due = False
+        self.solver_warmed = False
         # CPU seconds of the last add: getting the spec, resuming, accepting the tokens after the
         # checkpoint; how many those were; whether the spec was held here
         self.add_parts: tuple = (0.0, 0.0, 0.0, 0, False)
@@ -229,12 +234,16 @@ class Worker:
     def idle_work(self, poll: Callable[[], bool] = lambda: False) -> Optional[tuple]:
         """One unit of deferred work: mirror work first (compile one shadow, or bring one up to
         date; the reply of a shadow just compiled: ("added", seq of its add, rid, error, seconds)),
-        then the checkpoints taken (`checkpoints`), then one spec image (`image`)."""
+        then the checkpoints taken (`checkpoints`), the held specs to load, the solver's import
+        (`warm_solver`), then one spec image (`image`)."""
         if not self.shadow_queue:
             if self.ckpt_due:
                 return self.checkpoints(poll)
             if self.hold_due:
                 return self.load_held(poll)
+            if self.warm_due:
+                self.warm_solver()
+                return None
             return self.image()
         while self.shadow_queue:
             rid = self.shadow_queue.popleft()
@@ -247,7 +256,13 @@ class Worker:
         return None
 
     def has_idle_work(self) -> bool:
-        return bool(self.shadow_queue or self.ckpt_due or self.images_due or self.hold_due)
+        return bool(self.shadow_queue or self.ckpt_due or self.images_due or self.hold_due or self.warm_due)
+
+    def warm_solver(self) -> None:
+        """Import ortools (`cpsat.available`) ahead of the first question that needs it."""
+        self.warm_due = False
+        self.solver_warmed = True
+        cpsat.available()
 
     def hold(self, entries: list) -> None:
         """A standby spare: keep the compiled spec of these requests ((rid, doc, image) each),
@@ -268,10 +283,13 @@ class Worker:
             doc, image, _seq = self.hold_due.pop(rid)
             tried.append(rid)
             try:
-                self.held[rid] = load_spec(self.compiler, doc, image)
-                done.append(rid)
+                cc = self.held[rid] = load_spec(self.compiler, doc, image)
             except Exception:  # noqa: BLE001 - an optimisation only: a re-add then loads or compiles
                 pass
+            else:
+                done.append(rid)
+                if not self.solver_warmed and not own_only(cc.spec.problem, cc.spec.budget.backend):
+                    self.warm_due = True
             if poll():
                 break
         return ("held", self.seq, done, tried, time.thread_time() - c0)

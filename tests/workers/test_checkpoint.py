@@ -4,6 +4,9 @@ same mask, draft and accepts at every later position, oracle the original matche
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,3 +124,43 @@ def test_held_spec_of_a_removed_request_is_dropped_and_a_bad_image_is_not_held()
     assert not w.held and not w.has_idle_work()
     # a re-add of a request whose spec is not held loads its image (or compiles) as before
     assert w.add("c", spec, None, (), False, image, None) is None and w.add_parts[4] is False
+
+
+def test_standby_imports_the_solver_when_idle_only_for_specs_that_may_need_it() -> None:
+    """A held spec whose questions may go to CP-SAT (`backends.own_only` false) makes the
+    standby import ortools as idle work, so that a kill's first re-add onto it does not pay the
+    import (0.7 s of CPU) inside its step; a trip's spec (own search only) asks for nothing."""
+    trip, other = plan_specs(1, seed=3)[0], example_spec("meeting_schedule")
+    w = Worker(V)
+    w.hold([("t", trip, dump_spec(SpecCompiler().compile(trip)))])
+    w.load_held(lambda: False)
+    assert "t" in w.held and not w.warm_due and not w.has_idle_work()
+    w.hold([("m", other, dump_spec(SpecCompiler().compile(other)))])
+    w.load_held(lambda: False)
+    assert "m" in w.held and w.warm_due and w.has_idle_work()
+    assert w.idle_work() is None and not w.warm_due and w.solver_warmed
+    w.hold([("m2", other, dump_spec(SpecCompiler().compile(other)))])
+    w.load_held(lambda: False)
+    assert not w.warm_due and not w.has_idle_work()  # once a process
+
+
+def test_a_trip_decodes_without_importing_ortools() -> None:
+    """auto answers a trip by the own search; it must not import ortools on the way (a worker's
+    first trip question, or a standby's first re-add, paid 0.7 s of CPU for it)."""
+    root, here = Path(__file__).resolve().parents[2], Path(__file__).resolve().parent
+    code = (
+        "import sys\n"
+        f"sys.path[:0] = [{str(root)!r}, {str(here)!r}]\n"
+        "from worker_helpers import VOCAB, plan_specs, pick\n"
+        "import random\n"
+        "from factorspec.graph.compiler import SpecCompiler\n"
+        "m = SpecCompiler().compile(plan_specs(2, seed=0)[1]).matcher(VOCAB())  # its root searches\n"
+        "rng = random.Random(0)\n"
+        "while not m.is_terminated():\n"
+        "    m.draft(8)\n"
+        "    assert m.accept_token(pick(m.next_token_mask(), rng))\n"
+        "print('ortools' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"

@@ -96,14 +96,16 @@ def solve_portfolio(s: _Search, D: list, propagated: bool = False, hint: Optiona
     decided, sol = s.quick(D, changed)
     if decided:
         return sol
-    if not cpsat.available():
-        return s.solve(D, changed)
     p = s.p
     if mode == "auto" and _is_trip(p):
         # measured (microbench/results/solver_backends.md, NATURAL PLAN rows; natural_plan_decode):
         # on trips the own search, built around DistinctSequence, is never slower than CP-SAT and
         # at 30 cities 3x faster per question; auto there is the own search, so a trip decodes the
-        # same with `auto` as with `own` by construction
+        # same with `auto` as with `own` by construction. Asked before `available()`: a trip
+        # never needs ortools, whose import (0.7 s of CPU, pandas included) would otherwise land
+        # on a worker's first trip question, or on a kill's re-adds in a standby that held specs
+        return s.solve(D, changed)
+    if not cpsat.available():
         return s.solve(D, changed)
     tally = p.backend_cache.setdefault("auto", {"own_missed": 0, "own_slow": 0})
     if mode == "auto" and tally["own_missed"] < AUTO_GIVE_UP and tally["own_slow"] < AUTO_GIVE_UP:
