@@ -199,9 +199,19 @@ def message_class(msg: str, words: int = 8) -> str:
     return " ".join(msg.split()[:words])
 
 
+EMPTY = "EmptySchema"  # FactorSpec's class of a schema that admits no value (errors.EmptySchema)
+
+
+def proved_empty(status: str) -> bool:
+    """Whether a FactorSpec compile status says the schema admits no value at all."""
+    return status.startswith(EMPTY + ":")
+
+
 def error_class(engine: str, e: BaseException) -> str:
-    from factorspec.errors import SpecError
+    from factorspec.errors import EmptySchema, SpecError
     if engine == "factorspec":
+        if isinstance(e, EmptySchema):  # a proof that no instance is valid, not a gap in coverage
+            return f"{EMPTY}: {spec_error_keyword(e)}"
         if isinstance(e, SpecError):
             return f"SpecError: {spec_error_keyword(e)}"
         if type(e).__name__ in ("Unsatisfiable", "BudgetExceeded"):
@@ -522,6 +532,17 @@ def summarize(results: list[dict], engines: Sequence[str] = ENGINES) -> dict:
     s["by_subset"] = {sub: {"schemas": sum(1 for r in results if r["subset"] == sub),
                             **{k: sum(1 for r in ok[k] if r["subset"] == sub) for k in engines},
                             "all": sum(1 for r in all_ok if r["subset"] == sub)} for sub in subsets}
+    # schemas FactorSpec proved to admit no value (no engine can write a valid instance of them),
+    # and of those, how many each other engine compiled anyway
+    empty = [r for r in results if proved_empty(r["compile"].get("factorspec", ""))]
+    for sub in subsets:
+        row = s["by_subset"][sub]
+        row["factorspec_proved_empty"] = sum(1 for r in empty if r["subset"] == sub)
+        for k in engines:
+            row[f"{k}_compiled_where_proved_empty"] = sum(1 for r in empty
+                                                          if r["subset"] == sub and r["compile"].get(k) == "ok")
+    s["factorspec_proved_empty"] = len(empty)
+    s["compiled_where_proved_empty"] = {k: sum(1 for r in empty if r["compile"].get(k) == "ok") for k in engines}
     s["compiled"] = {k: len(ok[k]) for k in engines}
     s["compiled_all"] = len(all_ok)
     s["compile_ms"] = {k: _stats([r["compile_ms"][k] for r in ok[k]], 1.0, 2) for k in engines}
@@ -659,6 +680,23 @@ def to_markdown(res: dict) -> str:
         L.append(f"| {sub} | {row['schemas']:,} | " + " | ".join(f"{row[k]:,}" for k in E) + f" | {row['all']:,} |")
     L.append(f"| **total** | **{s['schemas']:,}** | " + " | ".join(f"**{s['compiled'][k]:,}** "
              f"({100 * s['compiled'][k] / max(1, s['schemas']):.1f}%)" for k in E) + f" | **{s['compiled_all']:,}** |")
+    if "factorspec" in E and "factorspec_proved_empty" in s:
+        others = [k for k in E if k != "factorspec"]
+        L += ["", "A schema FactorSpec refuses with `EmptySchema` admits no value: its compile error is a proof "
+              "(checked exactly) that no JSON instance is valid, so no engine can write a valid record of it, "
+              "and an engine that compiles it writes only invalid records. Per subset: FactorSpec compiled, "
+              "FactorSpec proved empty, their sum (the schemas FactorSpec decides), and the schemas each other "
+              "engine compiled although they admit no value.", "",
+              "| subset | factorspec compiled | proved empty | decided (sum) | "
+              + " | ".join(f"{k} compiled | {k} compiled, no value exists" for k in others) + " |",
+              "|---|---:|---:|---:|" + "---:|---:|" * len(others)]
+        total = {"factorspec": s["compiled"]["factorspec"], "factorspec_proved_empty": s["factorspec_proved_empty"],
+                 **{k: s["compiled"][k] for k in others},
+                 **{f"{k}_compiled_where_proved_empty": s["compiled_where_proved_empty"][k] for k in others}}
+        for sub, row in list(s["by_subset"].items()) + [("**total**", total)]:
+            fs, em = row["factorspec"], row.get("factorspec_proved_empty", 0)
+            L.append(f"| {sub} | {fs:,} | {em:,} | {fs + em:,} | " + " | ".join(
+                f"{row[k]:,} | {row.get(f'{k}_compiled_where_proved_empty', 0):,}" for k in others) + " |")
     L += ["", "## Compile time per schema (ms)", "",
           "| engine | compiled | p50 | p99 | max | mean | p50 on all-three | p99 on all-three "
           "| total s, failures included |",

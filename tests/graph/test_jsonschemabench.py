@@ -491,3 +491,25 @@ def test_side_by_side_harness_smoke(tmp_path: Path) -> None:
         assert s["walk"]["mask_us_all_compile"][k]["n"] == s["walk"]["joint_tokens_all_compile"] > 0
     md = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert "| **total** |" in md and "Soundness" in md
+
+
+def test_schemas_that_admit_no_value_are_counted_as_proved_empty() -> None:
+    """A schema FactorSpec refuses with EmptySchema (here: `dimensions` requires all five keys,
+    so every alternative of its oneOf matches and none matches alone) is reported as proved
+    empty, apart from coverage gaps, with the other engines that compiled it anyway."""
+    from microbench import jsonschemabench as jb
+    rec = next(r for r in load_all() if r["id"] == "calculate_area_2f92f3ea")
+    with pytest.raises(SpecError) as info:
+        jb.Engines.compile(None, "factorspec", rec["schema"])  # type: ignore[arg-type]
+    status = jb.error_class("factorspec", info.value)
+    assert jb.proved_empty(status) and status == "EmptySchema: oneOf"
+    gap = jb.error_class("factorspec", SpecError("/pattern", "unsupported keyword 'pattern'"))
+    assert not jb.proved_empty(gap)
+    ms = {"factorspec": 1.0, "xgrammar": 1.0}
+    results = [{"subset": "S", "id": "a", "compile": {"factorspec": status, "xgrammar": "ok"}, "compile_ms": ms},
+               {"subset": "S", "id": "b", "compile": {"factorspec": "ok", "xgrammar": "ok"}, "compile_ms": ms},
+               {"subset": "T", "id": "c", "compile": {"factorspec": gap, "xgrammar": "ok"}, "compile_ms": ms}]
+    s = jb.summarize(results, ("factorspec", "xgrammar"))
+    assert s["factorspec_proved_empty"] == 1 and s["compiled_where_proved_empty"] == {"factorspec": 0, "xgrammar": 1}
+    assert s["by_subset"]["S"]["factorspec_proved_empty"] == 1 and s["by_subset"]["T"]["factorspec_proved_empty"] == 0
+    assert s["by_subset"]["S"]["xgrammar_compiled_where_proved_empty"] == 1
