@@ -17,6 +17,8 @@ SUBCOMMANDS: dict[str, str] = {
                    "exists and a matcher walk per backend (issue #14)",
     "mask_sample": "FactorSpec mask time per token on a seeded JSONSchemaBench sample, this checkout vs a "
                    "reference checkout side by side (thread CPU, wall, first mask; identical rows checked)",
+    "empty_schemas": "the schemas FactorSpec proves to admit no value, walked with the engines that compile them: "
+                     "every finished record must be invalid (an independent check of the proofs, issue #12)",
     "kill_readd": "CPU of a worker kill's re-adds in process: spec images loaded at the re-add vs specs a standby "
                   "held, and the moved requests' first step vs warm (issue #14)",
 }

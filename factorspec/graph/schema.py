@@ -1888,6 +1888,32 @@ def compile_schema_report(doc: dict, open_objects: bool = True,
     (JSON Pointer, keyword, note). A layout that shares large targets but that the recursion check
     refuses (a reference node turns on its rules) is compiled again without sharing, so sharing
     never refuses a schema the plain compile accepts."""
+    try:
+        return _compile_report(doc, open_objects, share_targets)
+    except EmptySchema as e:
+        implied = _implied_types(doc)
+        if implied is None:
+            raise
+        empty = []
+        for t in implied:  # which implied types admit no value on their own
+            try:
+                _compile_report({**doc, "type": t}, open_objects, share_targets)
+            except EmptySchema:
+                empty.append(t)
+            except SpecError:
+                raise e from None
+        types = [t for t in JSON_TYPES if t not in empty]
+        try:
+            node, report = _compile_report({**doc, "type": types}, open_objects, share_targets)
+        except SpecError:
+            raise e from None
+        note = (f"no 'type', and no {' or '.join(empty)} value fits its keywords ({e.pointer}: {e.message}); "
+                f"taken as {' or '.join(types)}, which the standard admits there")
+        return node, report + [("/type", "type", note)]
+
+
+def _compile_report(doc: dict, open_objects: bool,
+                    share_targets: bool) -> tuple[LayoutNode, list[tuple[str, str, str]]]:
     c = SchemaCompiler(doc, open_objects, share_targets)
     try:
         node = c.compile()
@@ -1895,6 +1921,25 @@ def compile_schema_report(doc: dict, open_objects: bool = True,
         c = SchemaCompiler(doc, open_objects, share_targets=False)
         node = c.compile()
     return node, c.report
+
+
+# keywords that decide a root's values themselves: a root with one of these is never re-typed
+_DECIDING = {"$ref", "anyOf", "oneOf", "allOf", "not", "if", "enum", "const", "type"}
+
+
+def _implied_types(doc: Any) -> Optional[list[str]]:
+    """The types a root without `type` is read as (those its keywords imply, as xgrammar reads
+    them). Where that reading admits no value, the standard still admits every value of the
+    other types and of each implied type that admits some on its own (type-specific keywords
+    constrain only values of their type): `compile_schema_report` takes those. None where the
+    root is typed or decided otherwise, or where relations name its fields."""
+    if not isinstance(doc, dict) or _DECIDING & set(doc):
+        return None
+    ext = doc.get(EXTENSION_KEY)
+    if isinstance(ext, dict) and ext.get("relations"):
+        return None
+    implied = [t for t, ks in _TYPE_SPECIFIC.items() if ks & set(doc)]
+    return implied or None
 
 
 class _SharingRefused(Exception):

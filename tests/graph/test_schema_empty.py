@@ -124,3 +124,43 @@ def test_open_objects_with_an_absent_only_property_walk_and_accept(k: int) -> No
     for b in b'{"a"':
         c = tm.step(c, b) if c else c
     assert not c, "the absent-only key 'a' must be refused as a member"
+
+
+# a root without `type` read as the type its keywords imply (like xgrammar), when that reading
+# admits no value: by the standard the root still admits every value of the other types (the
+# object keywords constrain only objects), so it compiles to those (corpus: Github_medium/o74424,
+# Github_hard/o10346, Github_easy/o21833 and four more), and says so in the report
+_EMPTY_OBJECT_READING: list[dict] = [
+    {"properties": {"a": False}, "required": ["a"]},
+    {"properties": {"a": {"type": "string", "pattern": "/^x$/"}}, "required": ["a"]},
+    {"$defs": {"n": {"properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
+     "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]},
+    {"properties": {"a": False}, "required": ["a"], "minItems": 1, "maxLength": 1},
+]
+
+
+@pytest.mark.parametrize("k", range(len(_EMPTY_OBJECT_READING)))
+def test_an_untyped_root_whose_implied_type_admits_nothing_takes_the_other_types(k: int) -> None:
+    schema = _EMPTY_OBJECT_READING[k]
+    cs = compile_spec(schema)
+    assert any(p == "/type" and "value fits its keywords" in n for p, _kw, n in cs.schema_report)
+    validator = jsonschema.Draft202012Validator(schema)
+    universe = _universe() + ["", "ab", True, 2.5, [[0]], {"a": "x"}, {"next": {}}]
+    valid = 0
+    for v in universe:
+        want = validator.is_valid(v)
+        assert (cs.check(v) == []) == want, (schema, v)
+        valid += want
+    assert valid > 0 and validator.is_valid(cs.solve())
+    assert byte_walks(TextMachine(cs), validator.is_valid, random.Random(k), walks=20) > 0
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": False}, "required": ["a"]},  # typed: no other type to take
+    {"properties": {"a": False}, "required": ["a"], "enum": [{"a": 1}]},  # decided by its enum
+    {"properties": {"a": False}, "required": ["a"],  # relations name its fields
+     "x-factorspec": {"relations": ["a == 1"]}},
+])
+def test_a_typed_or_decided_root_that_admits_nothing_is_still_refused(schema: dict) -> None:
+    with pytest.raises(EmptySchema):
+        compile_spec(schema)
