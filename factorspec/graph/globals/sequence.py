@@ -790,6 +790,11 @@ class DistinctSequence(Node):
             fmask |= 1 << v
         # short gaps: fillings as paths (set of values -> mask of possible first values)
         fills: dict[int, dict[int, int]] = {}
+        sizes: dict[int, int] = {}  # gap -> how many of its fillings hold no value of `seed`
+        # values out of `free` that the fillings reused from `fcache` still hold (the caller's
+        # first opener, in a narrowing's sub-split): `used` starts with them, so that a filling
+        # through one of them is passed over by the search, as if it had been filtered out
+        seed = 0
         if self.succ is not None and not zero:
             adj = self._adj_all()
             for gi, (ga, gb, s, e) in enumerate(gaps):
@@ -800,8 +805,13 @@ class DistinctSequence(Node):
                 hit = fcache.get(ck)
                 if hit is not None and not inside & ~hit[0]:
                     f = hit[1]
-                    if f is not None and inside != hit[0]:  # the same paths, less the ones through values gone
-                        f = {sm: fm for sm, fm in f.items() if not sm & ~inside}
+                    gone = hit[0] & ~inside
+                    if f is not None and gone:  # the same paths, less the ones through values gone
+                        if gone & fmask:  # (not from a sub-split: filtered as such)
+                            f = {sm: fm for sm, fm in f.items() if not sm & gone}
+                        else:
+                            seed |= gone
+                            sizes[gi] = _left(hit, gone)
                 else:
                     # the paths depend on the values inside and their windows within the gap
                     span = (1 << (gb - ga + 1)) - 1
@@ -812,13 +822,14 @@ class DistinctSequence(Node):
                         if len(self._fill_memo) > 20_000:
                             self._fill_memo.clear()
                         self._fill_memo[pk] = f
-                    fcache[ck] = (inside, f)
+                    fcache[ck] = [inside, f, None]
                 if f is None:
                     continue  # too many paths: treat the gap as long
-                if not f:
+                size = sizes.setdefault(gi, len(f))
+                if not size:
                     return False
                 fills[gi] = f
-        short = sorted(fills, key=lambda g: (g != 0, len(fills[g])))
+        short = sorted(fills, key=lambda g: (g != 0, sizes[g]))
         long_ = [g for g in range(ng) if g not in fills]
         lmask = 0
         for g in long_:
@@ -827,6 +838,7 @@ class DistinctSequence(Node):
         remap = {g: i for i, g in enumerate(long_)}
         steps = [0]
         leaf_memo: dict = {}
+        split = [-1]  # the `used` of the last leaf that split: the split `exists` found
 
         # each value's type for the long gaps, (step, mask of long gaps it fits), as the mask of
         # the values of each type (in type order), and the mask of the values that fit none
@@ -845,6 +857,8 @@ class DistinctSequence(Node):
             """The long gaps' split of the free values not in `used`: False, or True."""
             r = leaf_memo.get(used)
             if r is not None:
+                if r:
+                    split[0] = used
                 return r
             rest = fmask & ~used
             if rest & nowhere:
@@ -865,26 +879,42 @@ class DistinctSequence(Node):
                     r = _partition(lens, tl, counts)  # True past its cap
                     self._gap_memo[pkey] = r
             leaf_memo[used] = r
+            if r:
+                split[0] = used
             return r
 
-        def tick() -> None:
+        nshort = len(short)
+        fl = [fills[g] for g in short]
+        dead: list[set[int]] = [set() for _ in range(nshort + 1)]  # per level: `used` masks without a split
+
+        def exists(i: int, used: int) -> bool:
+            """Some choice of sets for short[i:] disjoint from `used` leaves a feasible split.
+            Every call counts one step (COVER_STEPS), also one that the caller does not make
+            because its answer is known (the next level's leaf, or a `used` already dead there)."""
             steps[0] += 1
             if steps[0] > COVER_STEPS:
                 raise _Cap
-
-        dead: set = set()
-
-        def exists(i: int, used: int) -> bool:
-            """Some choice of sets for short[i:] disjoint from `used` leaves a feasible split."""
-            tick()
-            if i == len(short):
+            if i == nshort:
                 return leaf(used)
-            if (i, used) in dead:
+            di = dead[i]
+            if used in di:
                 return False
-            for sm in fills[short[i]]:
-                if not sm & used and exists(i + 1, used | sm):
+            nxt = i + 1
+            dn = dead[nxt]
+            for sm in fl[i]:
+                if sm & used:
+                    continue
+                u = used | sm
+                if nxt == nshort or u in dn:
+                    steps[0] += 1
+                    if steps[0] > COVER_STEPS:
+                        raise _Cap
+                    if nxt == nshort and leaf(u):
+                        return True
+                    continue
+                if exists(nxt, u):
                     return True
-            dead.add((i, used))
+            di.add(used)
             return False
 
         empty0 = gaps[0][0] == gaps[0][1]
@@ -892,9 +922,11 @@ class DistinctSequence(Node):
             if short and short[0] == 0:
                 allowed, found = 0, False
                 for sm, fm in fills[0].items():
+                    if sm & seed:
+                        continue  # through a value gone (see `seed`)
                     if found and not fm & ~allowed and not empty0:
                         continue  # its first values are already known to be possible
-                    if exists(1, sm):
+                    if exists(1, sm | seed):
                         found = True
                         allowed |= fm
                         if empty0:
@@ -903,7 +935,7 @@ class DistinctSequence(Node):
                     return False
                 return -1 if empty0 else allowed
             # gap 0 is long
-            if not exists(0, 0):
+            if not exists(0, seed):
                 return False
         except _Cap:
             return -1
@@ -913,6 +945,8 @@ class DistinctSequence(Node):
         ga0, gb0, s0, e0 = gaps[0]
         tadj = self._adj_all() if self.succ is not None else None
         allowed = 0
+        # the values the split found above leaves to the long gaps (gap 0 among them)
+        rest = fmask & ~split[0] if split[0] >= 0 else 0
         for v, w in free:
             hv = h[v]
             if not w >> ga0 & 1 or ga0 + hv > gb0 or (tadj is not None and s0 is not None and not tadj[s0] >> v & 1):
@@ -922,11 +956,49 @@ class DistinctSequence(Node):
             key = (tuple(sub_gaps), tuple(sub_free), zero)
             r = self._gap_memo.get(key)
             if r is None:
-                r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins))
+                if rest >> v & 1 and gb0 - ga0 - hv > SHORT_GAP and self._opens(
+                        v, rest, ga0 + hv, gb0, win, gm_of, lmask, remap, lens):
+                    r = -1  # what the sub-split answers once it has found a split (gap 0 long)
+                else:
+                    r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins))
                 self._gap_memo[key] = r
             if r is not False:
                 allowed |= 1 << v
         return allowed
+
+    def _opens(self, v: int, rest: int, a: int, b: int, win: dict, gm_of: dict, lmask: int, remap: dict,
+               lens: tuple) -> bool:
+        """Whether the sub-split of `_gap_solve`'s narrowing with v first in gap 0 (the rest of
+        it, [a, b), still long) has a split, known without its search: the short gaps keep the
+        sets of the split found for gap 0 long (none holds v: v is in `rest`, the values that split
+        left to the long gaps), and `rest` less v splits into the long gaps, gap 0 now [a, b).
+        That is a leaf the sub-split's own search reaches (its leaf, computed the same way, by the
+        same memoised `_partition`), so its answer is then a split found, -1; False here only
+        means not known so: the caller runs the sub-split. Why: most openers of a long first gap
+        have a split that keeps the short gaps as they were, and the sub-split's search (its
+        fillings, its search over the short gaps' sets) cost a quarter of a 50-city trip's
+        feasible_values."""
+        h = self.h
+        assert h is not None
+        by_type: dict[tuple[int, int], int] = {}
+        for u in _bits_once(rest & ~(1 << v)):
+            hu = h[u]
+            assert hu is not None  # (free values have a step)
+            gm = gm_of[u] & lmask & ~1
+            if b - a >= hu and win[u] & (((1 << (b - hu - a + 1)) - 1) << a):
+                gm |= 1
+            if not gm:
+                return False  # fits no long gap any more (the sub-split's leaf: no split there)
+            t = (hu, sum(1 << remap[g] for g in _bits(gm)))
+            by_type[t] = by_type.get(t, 0) + 1
+        sub_lens = (b - a,) + lens[1:]
+        tl = sorted(by_type)
+        counts = [by_type[t] for t in tl]
+        pkey = (sub_lens, tuple(zip(tl, counts)))
+        r = self._gap_memo.get(pkey)
+        if r is None:
+            r = self._gap_memo[pkey] = _partition(sub_lens, tl, counts)
+        return bool(r)
 
     def _chunks(self, rows: list[list[int]], key: int) -> list[list[int]]:
         """The union table (`_union_tables`) of rows[key] (key j: transition j of succ; ~j of
@@ -958,6 +1030,22 @@ class DistinctSequence(Node):
                     adj[v] |= s[v]
             self.adj = adj
         return adj
+
+
+def _left(entry: list, gone: int) -> int:
+    """How many of a gap's fillings hold no value of `gone`. `entry`: `_gap_solve`'s fcache
+    entry [inside, fillings, per-value counts (built here on first use)]: a narrowing's
+    sub-splits each leave out one value, so a count per value answers each of them at once."""
+    f = entry[1]
+    if gone & (gone - 1):
+        return sum(1 for sm in f if not sm & gone)
+    per = entry[2]
+    if per is None:
+        per = entry[2] = {}
+        for sm in f:
+            for v in _bits(sm):
+                per[v] = per.get(v, 0) + 1
+    return len(f) - per.get(gone.bit_length() - 1, 0)
 
 
 def _union_tables(row: list[int]) -> list[list[int]]:
