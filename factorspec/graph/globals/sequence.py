@@ -749,12 +749,14 @@ class DistinctSequence(Node):
         return True
 
     def _gap_solve(self, gaps: list, free: list, zero: bool, fcache: dict, narrow: bool,
-                   shared: Optional[tuple[dict, list]] = None):
+                   shared: Optional[tuple[dict, list]] = None, splits: Optional[list[int]] = None):
         """False if no split exists; else a mask of the values that can open the first gap
         (-1: no narrowing known). `fcache` keeps the short gaps' fillings between calls on the
         same windows; with `narrow` false only feasibility is decided. `shared`: the caller's
         (gaps of each value, values of each gap) where the caller's gaps after the first are
-        these (the narrowing's sub-splits): only the first gap is matched again."""
+        these (the narrowing's sub-splits): only the first gap is matched again. `splits`, if
+        given, receives the first split found, as the union of the sets it takes for the short
+        gaps after the first (with the values of `seed`)."""
         h = self.h
         assert h is not None
         ng = len(gaps)
@@ -813,15 +815,7 @@ class DistinctSequence(Node):
                             seed |= gone
                             sizes[gi] = _left(hit, gone)
                 else:
-                    # the paths depend on the values inside and their windows within the gap
-                    span = (1 << (gb - ga + 1)) - 1
-                    pk = (ga, gb, s, e, inside, tuple([win[v] >> ga & span for v in _bits(inside)]))
-                    f = self._fill_memo.get(pk, 0)
-                    if f == 0:
-                        f = _fillings(adj, h, win, inside, ga, gb, s, e)
-                        if len(self._fill_memo) > 20_000:
-                            self._fill_memo.clear()
-                        self._fill_memo[pk] = f
+                    f = self._fill_of(adj, win, inside, ga, gb, s, e)
                     fcache[ck] = [inside, f, None]
                 if f is None:
                     continue  # too many paths: treat the gap as long
@@ -927,6 +921,8 @@ class DistinctSequence(Node):
                     if found and not fm & ~allowed and not empty0:
                         continue  # its first values are already known to be possible
                     if exists(1, sm | seed):
+                        if splits is not None and not found:
+                            splits.append(split[0] & ~sm)
                         found = True
                         allowed |= fm
                         if empty0:
@@ -937,6 +933,8 @@ class DistinctSequence(Node):
             # gap 0 is long
             if not exists(0, seed):
                 return False
+            if splits is not None:
+                splits.append(split[0])
         except _Cap:
             return -1
         if not narrow or zero or empty0:
@@ -945,8 +943,10 @@ class DistinctSequence(Node):
         ga0, gb0, s0, e0 = gaps[0]
         tadj = self._adj_all() if self.succ is not None else None
         allowed = 0
-        # the values the split found above leaves to the long gaps (gap 0 among them)
-        rest = fmask & ~split[0] if split[0] >= 0 else 0
+        # splits known, each as the values it leaves to the long gaps (gap 0 among them): the
+        # one found above, then one from each sub-split that finds one (v and the values after
+        # it in gap 0 are a filling of gap 0 as a long gap)
+        rests = [fmask & ~split[0]] if split[0] >= 0 else []
         for v, w in free:
             hv = h[v]
             if not w >> ga0 & 1 or ga0 + hv > gb0 or (tadj is not None and s0 is not None and not tadj[s0] >> v & 1):
@@ -956,48 +956,116 @@ class DistinctSequence(Node):
             key = (tuple(sub_gaps), tuple(sub_free), zero)
             r = self._gap_memo.get(key)
             if r is None:
-                if rest >> v & 1 and gb0 - ga0 - hv > SHORT_GAP and self._opens(
-                        v, rest, ga0 + hv, gb0, win, gm_of, lmask, remap, lens):
+                known = None
+                for rest in rests:
+                    if rest >> v & 1:
+                        known = self._opens(v, rest, ga0 + hv, gb0, e0, win, gm_of, lmask, remap, lens, fcache)
+                        if known is not None:
+                            break
+                if known == 1:  # (a sub-split with a short first gap answers a mask: not kept)
+                    allowed |= 1 << v
+                    continue
+                if known == -1:
                     r = -1  # what the sub-split answers once it has found a split (gap 0 long)
                 else:
-                    r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins))
+                    got: list[int] = []
+                    r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins), got)
+                    if got and len(rests) < 8:
+                        rests.append(fmask & ~(got[0] & ~(1 << v)))
                 self._gap_memo[key] = r
             if r is not False:
                 allowed |= 1 << v
         return allowed
 
-    def _opens(self, v: int, rest: int, a: int, b: int, win: dict, gm_of: dict, lmask: int, remap: dict,
-               lens: tuple) -> bool:
-        """Whether the sub-split of `_gap_solve`'s narrowing with v first in gap 0 (the rest of
-        it, [a, b), still long) has a split, known without its search: the short gaps keep the
-        sets of the split found for gap 0 long (none holds v: v is in `rest`, the values that split
-        left to the long gaps), and `rest` less v splits into the long gaps, gap 0 now [a, b).
-        That is a leaf the sub-split's own search reaches (its leaf, computed the same way, by the
-        same memoised `_partition`), so its answer is then a split found, -1; False here only
-        means not known so: the caller runs the sub-split. Why: most openers of a long first gap
-        have a split that keeps the short gaps as they were, and the sub-split's search (its
-        fillings, its search over the short gaps' sets) cost a quarter of a 50-city trip's
-        feasible_values."""
+    def _fill_of(self, adj: list[int], win: dict, inside: int, ga: int, gb: int, s: Optional[int],
+                 e: Optional[int]) -> Optional[dict[int, int]]:
+        """`_fillings` of a short gap, memoised: the paths depend on the values inside and their
+        windows within the gap."""
+        h = self.h
+        assert h is not None
+        span = (1 << (gb - ga + 1)) - 1
+        pk = (ga, gb, s, e, inside, tuple([win[v] >> ga & span for v in _bits(inside)]))
+        f = self._fill_memo.get(pk, 0)
+        if f == 0:
+            f = _fillings(adj, h, win, inside, ga, gb, s, e)
+            if len(self._fill_memo) > 20_000:
+                self._fill_memo.clear()
+            self._fill_memo[pk] = f
+        return f
+
+    def _opens(self, v: int, rest: int, a: int, b: int, e0: Optional[int], win: dict, gm_of: dict, lmask: int,
+               remap: dict, lens: tuple, fcache: dict) -> Optional[int]:
+        """Whether the sub-split of `_gap_solve`'s narrowing with v first in gap 0 (gap 0 long;
+        what is left of it, [a, b), filled from v) has a split, known without its search: the
+        short gaps keep the sets of the split found above (none holds v: v is in `rest`, the
+        values that split leaves to the long gaps), and `rest` less v splits anew. Where [a, b)
+        stays long there, into the long gaps with gap 0 now [a, b): -1, what the sub-split
+        answers then; where it is short (a filling of it from v, as the sub-split finds them),
+        one filling within `rest` and the others into the other long gaps: 1 (the sub-split
+        would answer a mask of first values: some split). Either is a leaf the sub-split's own
+        search reaches, computed as it does (same types, same memoised `_partition`). None: not
+        known so; the caller runs the sub-split. Why: the openers of a long first gap mostly
+        keep the short gaps as they were, and the sub-splits' searches cost a third of a 50-city
+        trip's feasible_values."""
+        rest &= ~(1 << v)
+        if self.succ is not None and b - a <= SHORT_GAP:
+            f = self._opening_fillings(v, a, b, e0, win, fcache)
+            if f is not None:  # (None: too many paths, long there too)
+                sub_remap = {g: i - 1 for g, i in remap.items() if g}
+                for sm in f:
+                    if not sm & ~rest and self._long_split(rest & ~sm, lmask & ~1, sub_remap, lens[1:], gm_of):
+                        return 1
+                return None
+        return -1 if self._long_split(rest, lmask, remap, (b - a,) + lens[1:], gm_of, (a, b, win)) else None
+
+    def _opening_fillings(self, v: int, a: int, b: int, e0: Optional[int], win: dict,
+                          fcache: dict) -> Optional[dict[int, int]]:
+        """The fillings of gap [a, b) from v as the sub-split with v first computes them (the
+        free values but v that fit it inside), kept in `fcache` as it would keep them."""
+        h = self.h
+        assert h is not None
+        inside = 0
+        for u, w in win.items():
+            hu = h[u]
+            if u != v and b - a >= hu and w & (((1 << (b - hu - a + 1)) - 1) << a):
+                inside |= 1 << u
+        ck = (a, b, v, e0)
+        hit = fcache.get(ck)
+        if hit is not None and hit[0] == inside:
+            return hit[1]
+        f = self._fill_of(self._adj_all(), win, inside, a, b, v, e0)
+        fcache[ck] = [inside, f, None]
+        return f
+
+    def _long_split(self, rest: int, lmask: int, remap: dict, lens: tuple, gm_of: dict,
+                    first: Optional[tuple[int, int, dict]] = None) -> bool:
+        """`_gap_solve`'s leaf: whether the values of `rest` split into the long gaps (`lmask`,
+        numbered by `remap`, lengths `lens`) by their types. `first`: (a, b, windows) where gap
+        0 is [a, b) instead of the gaps' own (which values fit it is read again)."""
         h = self.h
         assert h is not None
         by_type: dict[tuple[int, int], int] = {}
-        for u in _bits_once(rest & ~(1 << v)):
+        for u in _bits_once(rest):
             hu = h[u]
             assert hu is not None  # (free values have a step)
-            gm = gm_of[u] & lmask & ~1
-            if b - a >= hu and win[u] & (((1 << (b - hu - a + 1)) - 1) << a):
-                gm |= 1
+            gm = gm_of[u] & lmask
+            if first is not None:
+                a, b, win = first
+                gm &= ~1
+                if b - a >= hu and win[u] & (((1 << (b - hu - a + 1)) - 1) << a):
+                    gm |= 1
             if not gm:
-                return False  # fits no long gap any more (the sub-split's leaf: no split there)
+                return False  # fits no long gap
             t = (hu, sum(1 << remap[g] for g in _bits(gm)))
             by_type[t] = by_type.get(t, 0) + 1
-        sub_lens = (b - a,) + lens[1:]
+        if not lens:
+            return not by_type
         tl = sorted(by_type)
         counts = [by_type[t] for t in tl]
-        pkey = (sub_lens, tuple(zip(tl, counts)))
+        pkey = (lens, tuple(zip(tl, counts)))
         r = self._gap_memo.get(pkey)
         if r is None:
-            r = self._gap_memo[pkey] = _partition(sub_lens, tl, counts)
+            r = self._gap_memo[pkey] = _partition(lens, tl, counts)
         return bool(r)
 
     def _chunks(self, rows: list[list[int]], key: int) -> list[list[int]]:
