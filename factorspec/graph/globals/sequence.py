@@ -310,7 +310,10 @@ class DistinctSequence(Node):
                 return True
             if perm and self.succ is not None and not self._path(dm, k):
                 return False
-            if self.chain is not None and not self._time(D, C, dm, k, tc):
+            # (whether the links revised the time chain this round: `_time` then knows the
+            # windows of the times it leaves as they are already checked)
+            linked = covering and bool(run.get("last") and run["last"][2])
+            if self.chain is not None and not self._time(D, C, dm, k, tc, linked):
                 return False
             stable = dm == before and len(C.changed) == taus_before
             if not stable and covering and dm == mid and len(C.changed) == mid_changed:
@@ -556,8 +559,14 @@ class DistinctSequence(Node):
                 return False
         return True
 
-    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int, tc: Optional[dict] = None) -> bool:
-        """Knapsack bounds on tau_j (j > k) and window checks of the open values."""
+    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int, tc: Optional[dict] = None,
+              linked: bool = False) -> bool:
+        """Knapsack bounds on tau_j (j > k) and window checks of the open values. `linked`: the
+        links (`_links`) revised the chain this round, so every value left at a position j with
+        a step starts within its window at some time of tau_j (their fixpoint; the rules since
+        only removed values): the window check there can remove a value only where this call
+        narrows tau_j, and is skipped elsewhere (it would keep every value). Why: most of the
+        check's calls changed nothing, a twentieth of a 50-city trip's feasible_values."""
         n = len(dm)
         assert self.chain is not None and self.h is not None
         steps = len(self.chain) - 1  # tau_0..tau_steps; positions 0..steps-1 have an h-step
@@ -601,6 +610,8 @@ class DistinctSequence(Node):
         groups = self._window_groups()
         for j in range(k, steps + 1):
             if j == k:
+                if linked and j < steps:
+                    continue  # (allowed is tau_k itself)
                 allowed = tk
             else:
                 r = R[j - k]
@@ -622,6 +633,8 @@ class DistinctSequence(Node):
                         return False
                     if not self._set_tau(C, j, allowed, tc):
                         return False
+                elif linked and j < steps:
+                    continue  # tau_j as the links left it: every value at j starts within it
                 allowed &= cur
             if j < n:
                 m = dm[j]
@@ -1209,37 +1222,42 @@ def _fillings(adj: list, h: list, win: Any, inside: int, ga: int, gb: int, s, e)
     """{set of values: mask of first values} of the paths s -> v1 .. vm -> e through `inside`
     whose steps tile [ga, gb) with each v_i starting inside its window; None past FILL_STEPS."""
     out: dict[int, int] = {}
-    steps = [0]
     # live[t - ga]: the values that can start at t and still end a path at gb (ignoring that
     # values are distinct: a DP over (value, time), last time first); the enumeration below
     # extends a path only by those, so it skips every extension that cannot finish
     live = [0] * (gb - ga + 1)
-    vals = _bits(inside)
+    rows = []  # (bit, step, window, successors, whether it may end the gap) of the values inside
+    for v in _bits(inside):
+        wv = win[v]
+        if wv >> ga:  # (none with no start from ga on)
+            rows.append((1 << v, h[v], wv, adj[v], e is None or adj[v] >> e & 1))
     for t in range(gb - 1, ga - 1, -1):
         m = 0
-        for v in vals:
-            hv = h[v]
+        for bit, hv, wv, av, ends in rows:
+            if not wv >> t & 1:
+                continue
             t2 = t + hv
-            if t2 > gb or not win[v] >> t & 1:
+            if t2 > gb:
                 continue
             if t2 == gb:
-                if e is None or adj[v] >> e & 1:
-                    m |= 1 << v
-            elif not hv or adj[v] & live[t2 - ga]:  # (a zero step: kept, not looked through)
-                m |= 1 << v
+                if ends:
+                    m |= bit
+            elif not hv or av & live[t2 - ga]:  # (a zero step: kept, not looked through)
+                m |= bit
         live[t - ga] = m
 
     if _over_cap(adj, h, live, inside, ga, gb, s):
         return None
+    if ga == gb:  # the empty path alone
+        if e is None or s is None or adj[s] >> e & 1:
+            out[0] = 0
+        return out
+    steps = [1]  # the nodes of the enumeration tree so far (the root first)
 
     def rec(cur, t: int, used: int, first: int) -> None:
-        steps[0] += 1
-        if steps[0] > FILL_STEPS:
-            raise _Cap
-        if t == gb:
-            if e is None or cur is None or adj[cur] >> e & 1:
-                out[used] = out.get(used, 0) | first
-            return
+        # each child counts as a node (FILL_STEPS) before it is entered; a child that ends the
+        # gap is a leaf, done here: it ends well, since `live` let it in (a value in live at t
+        # with t + step == gb may precede e)
         cand = inside & ~used & live[t - ga]  # (live: each v in it starts in its window and fits)
         if cur is not None:
             cand &= adj[cur]
@@ -1247,7 +1265,15 @@ def _fillings(adj: list, h: list, win: Any, inside: int, ga: int, gb: int, s, e)
             low = cand & -cand
             cand ^= low
             v = low.bit_length() - 1
-            rec(v, t + h[v], used | low, first or low)
+            n = steps[0] = steps[0] + 1
+            if n > FILL_STEPS:
+                raise _Cap
+            t2 = t + h[v]
+            if t2 == gb:
+                u = used | low
+                out[u] = out.get(u, 0) | (first or low)
+            else:
+                rec(v, t2, used | low, first or low)
 
     try:
         rec(s, ga, 0, 0)
