@@ -1047,14 +1047,58 @@ class DistinctSequence(Node):
         trip's feasible_values."""
         rest &= ~(1 << v)
         if self.succ is not None and b - a <= SHORT_GAP:
+            sub_remap = {g: i - 1 for g, i in remap.items() if g}
+            if self._opening_path(v, rest, a, b, e0, win, lmask & ~1, sub_remap, lens[1:], gm_of):
+                return 1
             f = self._opening_fillings(v, a, b, e0, win, fcache)
             if f is not None:  # (None: too many paths, long there too)
-                sub_remap = {g: i - 1 for g, i in remap.items() if g}
                 for sm in f:
                     if not sm & ~rest and self._long_split(rest & ~sm, lmask & ~1, sub_remap, lens[1:], gm_of):
                         return 1
                 return None
         return -1 if self._long_split(rest, lmask, remap, (b - a,) + lens[1:], gm_of, (a, b, win)) else None
+
+    def _opening_path(self, v: int, rest: int, a: int, b: int, e0: Optional[int], win: dict, lmask: int,
+                      remap: dict, lens: tuple, gm_of: dict) -> bool:
+        """Whether a path from v through values of `rest` tiles [a, b) (each value starting
+        within its window, by the transition tables, on to e0) and leaves the rest of `rest`
+        split exactly (`_long_split` with `exact`) into the long gaps after gap 0: found by a
+        depth-first search of at most OPEN_STEPS steps, without the gap's fillings. Such a path
+        is a filling of [a, b) from v wherever the sub-split with v first enumerates them (each
+        value on it fits the gap, and a path that ends is never cut by `live`), and where it
+        finds too many and counts the gap long, the path's values fill it there: either way the
+        sub-split has a split (`_opens`). Why: most openers have such a path among the first
+        few, and their fillings were a twelfth of a 50-city trip's feasible_values."""
+        h = self.h
+        assert h is not None
+        adj = self._adj_all()
+        steps = [0]
+
+        def dfs(cur: int, t: int, used: int) -> bool:
+            if t == b:
+                return (e0 is None or adj[cur] >> e0 & 1 == 1) and self._long_split(
+                    rest & ~used, lmask, remap, lens, gm_of, exact=True)
+            cand = rest & ~used & adj[cur]
+            while cand:
+                low = cand & -cand
+                cand ^= low
+                u = low.bit_length() - 1
+                hu = h[u]
+                assert hu is not None  # (free values have a step)
+                t2 = t + hu
+                if t2 > b or not win[u] >> t & 1:
+                    continue
+                steps[0] += 1
+                if steps[0] > OPEN_STEPS:
+                    raise _Cap
+                if dfs(u, t2, used | low):
+                    return True
+            return False
+
+        try:
+            return dfs(v, a, 0)
+        except _Cap:
+            return False
 
     def _opening_fillings(self, v: int, a: int, b: int, e0: Optional[int], win: dict,
                           fcache: dict) -> Optional[dict[int, int]]:
@@ -1076,10 +1120,11 @@ class DistinctSequence(Node):
         return f
 
     def _long_split(self, rest: int, lmask: int, remap: dict, lens: tuple, gm_of: dict,
-                    first: Optional[tuple[int, int, dict]] = None) -> bool:
+                    first: Optional[tuple[int, int, dict]] = None, exact: bool = False) -> bool:
         """`_gap_solve`'s leaf: whether the values of `rest` split into the long gaps (`lmask`,
         numbered by `remap`, lengths `lens`) by their types. `first`: (a, b, windows) where gap
-        0 is [a, b) instead of the gaps' own (which values fit it is read again)."""
+        0 is [a, b) instead of the gaps' own (which values fit it is read again). `exact`: a
+        split proven, not `_partition`'s True past its cap (`_CAPPED`)."""
         h = self.h
         assert h is not None
         by_type: dict[tuple[int, int], int] = {}
@@ -1104,7 +1149,7 @@ class DistinctSequence(Node):
         r = self._gap_memo.get(pkey)
         if r is None:
             r = self._gap_memo[pkey] = _partition(lens, tl, counts)
-        return bool(r)
+        return bool(r) and not (exact and pkey in _CAPPED)
 
     def _chunks(self, rows: list[list[int]], key: int) -> list[list[int]]:
         """The union table (`_union_tables`) of rows[key] (key j: transition j of succ; ~j of
@@ -1316,6 +1361,11 @@ def _over_cap(adj: list, h: list, live: list, inside: int, ga: int, gb: int, s: 
 
 
 PARTITION_STEPS = 20_000  # enumeration steps per gap-partition question; past it: no answer
+# the questions (lens, ((type, count), ...)) that `_partition` answered True past its cap: not
+# proven splits (`_long_split` with `exact`). Never emptied: a cap costs PARTITION_STEPS steps,
+# so there are few
+_CAPPED: set = set()
+OPEN_STEPS = 64  # steps of `_opening_path`'s search; past it the fillings decide
 
 
 def _partition(lens: tuple, types: list, counts: list) -> bool:
@@ -1369,6 +1419,7 @@ def _partition(lens: tuple, types: list, counts: list) -> bool:
     try:
         return rest(0, tuple(counts))
     except _Cap:
+        _CAPPED.add((lens, tuple(zip(types, counts))))
         return True
 
 
