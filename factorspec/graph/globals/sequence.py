@@ -978,6 +978,15 @@ class DistinctSequence(Node):
                         known = self._opens(v, rest, ga0 + hv, gb0, e0, win, gm_of, lmask, remap, lens, fcache)
                         if known is not None:
                             break
+                if known is None:
+                    # no split known leaves v to the long gaps: search one among the short
+                    # gaps' sets (none through v), each leaf asked as `_opens` asks
+                    opened = self._opener(v, ga0 + hv, gb0, e0, fmask, seed, fl, win, gm_of, lmask, remap, lens,
+                                          fcache)
+                    if opened is not None:
+                        known = opened[0]
+                        if len(rests) < 8:
+                            rests.append(fmask & ~opened[1])
                 if known == 1:  # (a sub-split with a short first gap answers a mask: not kept)
                     allowed |= 1 << v
                     continue
@@ -992,6 +1001,43 @@ class DistinctSequence(Node):
             if r is not False:
                 allowed |= 1 << v
         return allowed
+
+    def _opener(self, v: int, a: int, b: int, e0: Optional[int], fmask: int, seed: int, fl: list, win: dict,
+                gm_of: dict, lmask: int, remap: dict, lens: tuple, fcache: dict) -> Optional[tuple[int, int]]:
+        """A split with v first in (long) gap 0, what is left of it [a, b): the short gaps' sets
+        (`fl`, in `_gap_solve`'s order; none through v), then at each leaf the values left, v
+        among them, asked as `_opens` asks. (`_opens`'s answer, the union of the sets taken), or
+        None when none is found within OPEN_STEPS sets: the caller runs the sub-split, which
+        alone may say there is none (its own search, with its own step cap). The same leaf is
+        one the sub-split's search reaches (the short gaps are those of the caller's fillings,
+        less the sets through v), so a split found here is one it has."""
+        bit = 1 << v
+        nshort = len(fl)
+        steps = [0]
+        dead: set[tuple[int, int]] = set()
+
+        def go(i: int, used: int) -> Optional[tuple[int, int]]:
+            if i == nshort:
+                r = self._opens(v, (fmask & ~used) | bit, a, b, e0, win, gm_of, lmask, remap, lens, fcache)
+                return None if r is None else (r, used & ~bit)
+            if (i, used) in dead:
+                return None
+            for sm in fl[i]:
+                if sm & used:
+                    continue
+                steps[0] += 1
+                if steps[0] > OPEN_STEPS:
+                    raise _Cap
+                got = go(i + 1, used | sm)
+                if got is not None:
+                    return got
+            dead.add((i, used))
+            return None
+
+        try:
+            return go(0, seed | bit)
+        except _Cap:
+            return None
 
     def _fill_of(self, adj: list[int], win: dict, inside: int, ga: int, gb: int, s: Optional[int],
                  e: Optional[int]) -> Optional[dict[int, int]]:
