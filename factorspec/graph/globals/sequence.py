@@ -1282,30 +1282,29 @@ def _forward(dm: list[int]) -> bool:
     """Forward checking to a fixpoint: a value fixed at one slot leaves every other slot, and a
     slot left with one value fixes it in turn. The path and gap rules read the open values as
     the union of the open slots, so a value already fixed in the prefix must not linger there
-    (one pass leaves it where a slot became fixed by the pass itself: an unsound wipe-out)."""
-    n = len(dm)
+    (one pass leaves it where a slot became fixed by the pass itself: an unsound wipe-out).
+    Each pass removes only the values fixed since the last one (the others are gone from every
+    open slot already), from the open slots that hold one."""
     fixed = 0
-    seen = 0  # slots whose single value is in `fixed`
-    while True:
-        new = False
-        for j in range(n):
-            m = dm[j]
-            if seen >> j & 1:
-                continue
-            if m & (m - 1) == 0:
-                if m == 0 or fixed & m:
-                    return False
-                fixed |= m
-                seen |= 1 << j
-                new = True
-        if not new:
-            return True
-        for j in range(n):
-            if not seen >> j & 1:
-                m = dm[j] & ~fixed
+    for m in dm:
+        if m & (m - 1) == 0:
+            if m == 0 or fixed & m:
+                return False
+            fixed |= m
+    while fixed:
+        more = 0  # values fixed by this pass
+        for j, m in enumerate(dm):
+            if m & fixed and m & (m - 1):
+                m &= ~fixed
                 if not m:
                     return False
                 dm[j] = m
+                if m & (m - 1) == 0:
+                    if m & more:
+                        return False  # two slots left with the same value
+                    more |= m
+        fixed = more
+    return True
 
 
 FIXPOINT_ROUNDS = 64  # rounds of the rules per run when the node covers factors (a fixpoint in practice)
