@@ -415,6 +415,9 @@ class DistinctSequence(Node):
                     if not xs:
                         continue
                     a = t & (t1 >> hs)
+                    if not a:  # no start of this step ends in tau_{j+1}: none of its values stays
+                        keep &= ~xs
+                        continue
                     b = 0
                     for gm, gw in shared:
                         xg = xs & gm
