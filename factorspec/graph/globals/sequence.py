@@ -48,6 +48,11 @@ from factorspec.graph.expr import Abstract, Node, T, U
 Probe = Callable[["DistinctSequence"], list[list[int]]]  # the windows [j][v] -> bitset of tau_j
 
 
+# answers known without their computation, each the computation's own (see `_opens`, `_opener`,
+# `_opening_path`, `_fill_of` and `_time`'s `linked`); False runs every computation (tests
+# compare the two, node for node)
+SHORTCUTS = True
+
 _MASKS: dict[frozenset, int] = {}  # a slot's domain -> its bitmask (domains recur over runs and nodes)
 _SETS: dict[int, frozenset] = {}  # the reverse, for the domains this node writes: one object per set
 
@@ -105,7 +110,7 @@ class DistinctSequence(Node):
     kind = "bool"
     __slots__ = ("xs", "succ", "pred", "chain", "h", "windows", "_probe", "base", "_gap_memo", "_fill_memo", "adj",
                  "_tau_memo", "covers", "links", "_by_step", "_img_memo", "_sum_memo",
-                 "_win_memo", "_last", "_wgroups", "_time_sets", "_chunk_memo")
+                 "_win_memo", "_last", "_wgroups", "_time_sets", "_chunk_memo", "_fill_last")
 
     def __init__(self, xs: list[int], succ: Optional[list[list[int]]], chain: Optional[list[list[tuple[int, int]]]],
                  h: Optional[list[Optional[int]]], probe: Probe) -> None:
@@ -146,6 +151,9 @@ class DistinctSequence(Node):
         self._wgroups: Optional[list] = None  # the values of one step by their window (`_window_groups`)
         self._time_sets: dict[tuple[int, int], frozenset] = {}  # a chain member's narrowed domains (`_set_tau`)
         self._chunk_memo: dict[int, list[list[int]]] = {}  # a table's union lookups (`_chunks`)
+        # a short gap's last fillings enumerated within the cap, by the gap (start, end, value
+        # before, value after): (values inside, their windows there, the fillings) (`_fill_of`)
+        self._fill_last: dict[tuple, tuple[int, dict[int, int], dict[int, int]]] = {}
         vs = set(xs)
         if chain is not None:
             for cls in chain:
@@ -307,7 +315,10 @@ class DistinctSequence(Node):
                 return True
             if perm and self.succ is not None and not self._path(dm, k):
                 return False
-            if self.chain is not None and not self._time(D, C, dm, k, tc):
+            # (whether the links revised the time chain this round: `_time` then knows the
+            # windows of the times it leaves as they are already checked)
+            linked = SHORTCUTS and covering and bool(run.get("last") and run["last"][2])
+            if self.chain is not None and not self._time(D, C, dm, k, tc, linked):
                 return False
             stable = dm == before and len(C.changed) == taus_before
             if not stable and covering and dm == mid and len(C.changed) == mid_changed:
@@ -404,6 +415,9 @@ class DistinctSequence(Node):
                     if not xs:
                         continue
                     a = t & (t1 >> hs)
+                    if not a:  # no start of this step ends in tau_{j+1}: none of its values stays
+                        keep &= ~xs
+                        continue
                     b = 0
                     for gm, gw in shared:
                         xg = xs & gm
@@ -553,8 +567,14 @@ class DistinctSequence(Node):
                 return False
         return True
 
-    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int, tc: Optional[dict] = None) -> bool:
-        """Knapsack bounds on tau_j (j > k) and window checks of the open values."""
+    def _time(self, D: Domains, C: Narrowing, dm: list[int], k: int, tc: Optional[dict] = None,
+              linked: bool = False) -> bool:
+        """Knapsack bounds on tau_j (j > k) and window checks of the open values. `linked`: the
+        links (`_links`) revised the chain this round, so every value left at a position j with
+        a step starts within its window at some time of tau_j (their fixpoint; the rules since
+        only removed values): the window check there can remove a value only where this call
+        narrows tau_j, and is skipped elsewhere (it would keep every value). Why: most of the
+        check's calls changed nothing, a twentieth of a 50-city trip's feasible_values."""
         n = len(dm)
         assert self.chain is not None and self.h is not None
         steps = len(self.chain) - 1  # tau_0..tau_steps; positions 0..steps-1 have an h-step
@@ -598,6 +618,8 @@ class DistinctSequence(Node):
         groups = self._window_groups()
         for j in range(k, steps + 1):
             if j == k:
+                if linked and j < steps:
+                    continue  # (allowed is tau_k itself)
                 allowed = tk
             else:
                 r = R[j - k]
@@ -619,6 +641,8 @@ class DistinctSequence(Node):
                         return False
                     if not self._set_tau(C, j, allowed, tc):
                         return False
+                elif linked and j < steps:
+                    continue  # tau_j as the links left it: every value at j starts within it
                 allowed &= cur
             if j < n:
                 m = dm[j]
@@ -749,12 +773,14 @@ class DistinctSequence(Node):
         return True
 
     def _gap_solve(self, gaps: list, free: list, zero: bool, fcache: dict, narrow: bool,
-                   shared: Optional[tuple[dict, list]] = None):
+                   shared: Optional[tuple[dict, list]] = None, splits: Optional[list[int]] = None):
         """False if no split exists; else a mask of the values that can open the first gap
         (-1: no narrowing known). `fcache` keeps the short gaps' fillings between calls on the
         same windows; with `narrow` false only feasibility is decided. `shared`: the caller's
         (gaps of each value, values of each gap) where the caller's gaps after the first are
-        these (the narrowing's sub-splits): only the first gap is matched again."""
+        these (the narrowing's sub-splits): only the first gap is matched again. `splits`, if
+        given, receives the first split found, as the union of the sets it takes for the short
+        gaps after the first (with the values of `seed`)."""
         h = self.h
         assert h is not None
         ng = len(gaps)
@@ -790,6 +816,11 @@ class DistinctSequence(Node):
             fmask |= 1 << v
         # short gaps: fillings as paths (set of values -> mask of possible first values)
         fills: dict[int, dict[int, int]] = {}
+        sizes: dict[int, int] = {}  # gap -> how many of its fillings hold no value of `seed`
+        # values out of `free` that the fillings reused from `fcache` still hold (the caller's
+        # first opener, in a narrowing's sub-split): `used` starts with them, so that a filling
+        # through one of them is passed over by the search, as if it had been filtered out
+        seed = 0
         if self.succ is not None and not zero:
             adj = self._adj_all()
             for gi, (ga, gb, s, e) in enumerate(gaps):
@@ -800,25 +831,23 @@ class DistinctSequence(Node):
                 hit = fcache.get(ck)
                 if hit is not None and not inside & ~hit[0]:
                     f = hit[1]
-                    if f is not None and inside != hit[0]:  # the same paths, less the ones through values gone
-                        f = {sm: fm for sm, fm in f.items() if not sm & ~inside}
+                    gone = hit[0] & ~inside
+                    if f is not None and gone:  # the same paths, less the ones through values gone
+                        if gone & fmask:  # (not from a sub-split: filtered as such)
+                            f = {sm: fm for sm, fm in f.items() if not sm & gone}
+                        else:
+                            seed |= gone
+                            sizes[gi] = _left(hit, gone)
                 else:
-                    # the paths depend on the values inside and their windows within the gap
-                    span = (1 << (gb - ga + 1)) - 1
-                    pk = (ga, gb, s, e, inside, tuple([win[v] >> ga & span for v in _bits(inside)]))
-                    f = self._fill_memo.get(pk, 0)
-                    if f == 0:
-                        f = _fillings(adj, h, win, inside, ga, gb, s, e)
-                        if len(self._fill_memo) > 20_000:
-                            self._fill_memo.clear()
-                        self._fill_memo[pk] = f
-                    fcache[ck] = (inside, f)
+                    f = self._fill_of(adj, win, inside, ga, gb, s, e)
+                    fcache[ck] = [inside, f, None]
                 if f is None:
                     continue  # too many paths: treat the gap as long
-                if not f:
+                size = sizes.setdefault(gi, len(f))
+                if not size:
                     return False
                 fills[gi] = f
-        short = sorted(fills, key=lambda g: (g != 0, len(fills[g])))
+        short = sorted(fills, key=lambda g: (g != 0, sizes[g]))
         long_ = [g for g in range(ng) if g not in fills]
         lmask = 0
         for g in long_:
@@ -827,6 +856,7 @@ class DistinctSequence(Node):
         remap = {g: i for i, g in enumerate(long_)}
         steps = [0]
         leaf_memo: dict = {}
+        split = [-1]  # the `used` of the last leaf that split: the split `exists` found
 
         # each value's type for the long gaps, (step, mask of long gaps it fits), as the mask of
         # the values of each type (in type order), and the mask of the values that fit none
@@ -845,6 +875,8 @@ class DistinctSequence(Node):
             """The long gaps' split of the free values not in `used`: False, or True."""
             r = leaf_memo.get(used)
             if r is not None:
+                if r:
+                    split[0] = used
                 return r
             rest = fmask & ~used
             if rest & nowhere:
@@ -865,26 +897,42 @@ class DistinctSequence(Node):
                     r = _partition(lens, tl, counts)  # True past its cap
                     self._gap_memo[pkey] = r
             leaf_memo[used] = r
+            if r:
+                split[0] = used
             return r
 
-        def tick() -> None:
+        nshort = len(short)
+        fl = [fills[g] for g in short]
+        dead: list[set[int]] = [set() for _ in range(nshort + 1)]  # per level: `used` masks without a split
+
+        def exists(i: int, used: int) -> bool:
+            """Some choice of sets for short[i:] disjoint from `used` leaves a feasible split.
+            Every call counts one step (COVER_STEPS), also one that the caller does not make
+            because its answer is known (the next level's leaf, or a `used` already dead there)."""
             steps[0] += 1
             if steps[0] > COVER_STEPS:
                 raise _Cap
-
-        dead: set = set()
-
-        def exists(i: int, used: int) -> bool:
-            """Some choice of sets for short[i:] disjoint from `used` leaves a feasible split."""
-            tick()
-            if i == len(short):
+            if i == nshort:
                 return leaf(used)
-            if (i, used) in dead:
+            di = dead[i]
+            if used in di:
                 return False
-            for sm in fills[short[i]]:
-                if not sm & used and exists(i + 1, used | sm):
+            nxt = i + 1
+            dn = dead[nxt]
+            for sm in fl[i]:
+                if sm & used:
+                    continue
+                u = used | sm
+                if nxt == nshort or u in dn:
+                    steps[0] += 1
+                    if steps[0] > COVER_STEPS:
+                        raise _Cap
+                    if nxt == nshort and leaf(u):
+                        return True
+                    continue
+                if exists(nxt, u):
                     return True
-            dead.add((i, used))
+            di.add(used)
             return False
 
         empty0 = gaps[0][0] == gaps[0][1]
@@ -892,9 +940,13 @@ class DistinctSequence(Node):
             if short and short[0] == 0:
                 allowed, found = 0, False
                 for sm, fm in fills[0].items():
+                    if sm & seed:
+                        continue  # through a value gone (see `seed`)
                     if found and not fm & ~allowed and not empty0:
                         continue  # its first values are already known to be possible
-                    if exists(1, sm):
+                    if exists(1, sm | seed):
+                        if splits is not None and not found:
+                            splits.append(split[0] & ~sm)
                         found = True
                         allowed |= fm
                         if empty0:
@@ -903,8 +955,10 @@ class DistinctSequence(Node):
                     return False
                 return -1 if empty0 else allowed
             # gap 0 is long
-            if not exists(0, 0):
+            if not exists(0, seed):
                 return False
+            if splits is not None:
+                splits.append(split[0])
         except _Cap:
             return -1
         if not narrow or zero or empty0:
@@ -913,6 +967,10 @@ class DistinctSequence(Node):
         ga0, gb0, s0, e0 = gaps[0]
         tadj = self._adj_all() if self.succ is not None else None
         allowed = 0
+        # splits known, each as the values it leaves to the long gaps (gap 0 among them): the
+        # one found above, then one from each sub-split that finds one (v and the values after
+        # it in gap 0 are a filling of gap 0 as a long gap)
+        rests = [fmask & ~split[0]] if split[0] >= 0 else []
         for v, w in free:
             hv = h[v]
             if not w >> ga0 & 1 or ga0 + hv > gb0 or (tadj is not None and s0 is not None and not tadj[s0] >> v & 1):
@@ -922,11 +980,231 @@ class DistinctSequence(Node):
             key = (tuple(sub_gaps), tuple(sub_free), zero)
             r = self._gap_memo.get(key)
             if r is None:
-                r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins))
+                known = None
+                for rest in rests if SHORTCUTS else ():
+                    if rest >> v & 1:
+                        known = self._opens(v, rest, ga0 + hv, gb0, e0, win, gm_of, lmask, remap, lens, fcache)
+                        if known is not None:
+                            break
+                if known is None and SHORTCUTS:
+                    # no split known leaves v to the long gaps: search one among the short
+                    # gaps' sets (none through v), each leaf asked as `_opens` asks
+                    opened = self._opener(v, ga0 + hv, gb0, e0, fmask, seed, fl, win, gm_of, lmask, remap, lens,
+                                          fcache)
+                    if opened is not None:
+                        known = opened[0]
+                        if len(rests) < 8:
+                            rests.append(fmask & ~opened[1])
+                if known == 1:  # (a sub-split with a short first gap answers a mask: not kept)
+                    allowed |= 1 << v
+                    continue
+                if known == -1:
+                    r = -1  # what the sub-split answers once it has found a split (gap 0 long)
+                else:
+                    got: list[int] = []
+                    r = self._gap_solve(sub_gaps, sub_free, zero, fcache, False, (gm_of, ins), got)
+                    if got and len(rests) < 8:
+                        rests.append(fmask & ~(got[0] & ~(1 << v)))
                 self._gap_memo[key] = r
             if r is not False:
                 allowed |= 1 << v
         return allowed
+
+    def _opener(self, v: int, a: int, b: int, e0: Optional[int], fmask: int, seed: int, fl: list, win: dict,
+                gm_of: dict, lmask: int, remap: dict, lens: tuple, fcache: dict) -> Optional[tuple[int, int]]:
+        """A split with v first in (long) gap 0, what is left of it [a, b): the short gaps' sets
+        (`fl`, in `_gap_solve`'s order; none through v), then at each leaf the values left, v
+        among them, asked as `_opens` asks. (`_opens`'s answer, the union of the sets taken), or
+        None when none is found within OPEN_STEPS sets: the caller runs the sub-split, which
+        alone may say there is none (its own search, with its own step cap). The same leaf is
+        one the sub-split's search reaches (the short gaps are those of the caller's fillings,
+        less the sets through v), so a split found here is one it has."""
+        bit = 1 << v
+        nshort = len(fl)
+        steps = [0]
+        dead: set[tuple[int, int]] = set()
+
+        def go(i: int, used: int) -> Optional[tuple[int, int]]:
+            if i == nshort:
+                r = self._opens(v, (fmask & ~used) | bit, a, b, e0, win, gm_of, lmask, remap, lens, fcache)
+                return None if r is None else (r, used & ~bit)
+            if (i, used) in dead:
+                return None
+            for sm in fl[i]:
+                if sm & used:
+                    continue
+                steps[0] += 1
+                if steps[0] > OPEN_STEPS:
+                    raise _Cap
+                got = go(i + 1, used | sm)
+                if got is not None:
+                    return got
+            dead.add((i, used))
+            return None
+
+        try:
+            return go(0, seed | bit)
+        except _Cap:
+            return None
+
+    def _fill_of(self, adj: list[int], win: dict, inside: int, ga: int, gb: int, s: Optional[int],
+                 e: Optional[int]) -> Optional[dict[int, int]]:
+        """`_fillings` of a short gap, memoised: the paths depend on the values inside and their
+        windows within the gap."""
+        h = self.h
+        assert h is not None
+        span = (1 << (gb - ga + 1)) - 1
+        vals = _bits(inside)
+        wins = tuple([win[v] >> ga & span for v in vals])
+        pk = (ga, gb, s, e, inside, wins)
+        f = self._fill_memo.get(pk, 0)
+        if f != 0:
+            return f
+        lasts = getattr(self, "_fill_last", None)  # (absent from a node pickled before it)
+        if lasts is None:
+            lasts = self._fill_last = {}
+        ck = (ga, gb, s, e)
+        last = lasts.get(ck)
+        if SHORTCUTS and last is not None and not inside & ~last[0] and all(
+                w == last[1].get(v) for v, w in zip(vals, wins)):
+            # the last fillings of this gap had every value inside now, each with the same
+            # window there: the paths now are theirs less those through a value gone (a path
+            # reads only its own values' windows), in the same order, and their enumeration
+            # tree is a part of that one, within the cap too; a set's first values are those of
+            # its own paths. Why: along a search path the values inside a gap often only lose
+            # some, and a third of the fillings enumerated were such
+            gone = last[0] & ~inside
+            f = {sm: fm for sm, fm in last[2].items() if not sm & gone}
+        else:
+            f = _fillings(adj, h, win, inside, ga, gb, s, e)
+        if f is not None:
+            if len(lasts) > 20_000:
+                lasts.clear()
+            lasts[ck] = (inside, dict(zip(vals, wins)), f)
+        if len(self._fill_memo) > 20_000:
+            self._fill_memo.clear()
+        self._fill_memo[pk] = f
+        return f
+
+    def _opens(self, v: int, rest: int, a: int, b: int, e0: Optional[int], win: dict, gm_of: dict, lmask: int,
+               remap: dict, lens: tuple, fcache: dict) -> Optional[int]:
+        """Whether the sub-split of `_gap_solve`'s narrowing with v first in gap 0 (gap 0 long;
+        what is left of it, [a, b), filled from v) has a split, known without its search: the
+        short gaps keep the sets of the split found above (none holds v: v is in `rest`, the
+        values that split leaves to the long gaps), and `rest` less v splits anew. Where [a, b)
+        stays long there, into the long gaps with gap 0 now [a, b): -1, what the sub-split
+        answers then; where it is short (a filling of it from v, as the sub-split finds them),
+        one filling within `rest` and the others into the other long gaps: 1 (the sub-split
+        would answer a mask of first values: some split). Either is a leaf the sub-split's own
+        search reaches, computed as it does (same types, same memoised `_partition`). None: not
+        known so; the caller runs the sub-split. Why: the openers of a long first gap mostly
+        keep the short gaps as they were, and the sub-splits' searches cost a third of a 50-city
+        trip's feasible_values."""
+        rest &= ~(1 << v)
+        if self.succ is not None and b - a <= SHORT_GAP:
+            sub_remap = {g: i - 1 for g, i in remap.items() if g}
+            if self._opening_path(v, rest, a, b, e0, win, lmask & ~1, sub_remap, lens[1:], gm_of):
+                return 1
+            f = self._opening_fillings(v, a, b, e0, win, fcache)
+            if f is not None:  # (None: too many paths, long there too)
+                for sm in f:
+                    if not sm & ~rest and self._long_split(rest & ~sm, lmask & ~1, sub_remap, lens[1:], gm_of):
+                        return 1
+                return None
+        return -1 if self._long_split(rest, lmask, remap, (b - a,) + lens[1:], gm_of, (a, b, win)) else None
+
+    def _opening_path(self, v: int, rest: int, a: int, b: int, e0: Optional[int], win: dict, lmask: int,
+                      remap: dict, lens: tuple, gm_of: dict) -> bool:
+        """Whether a path from v through values of `rest` tiles [a, b) (each value starting
+        within its window, by the transition tables, on to e0) and leaves the rest of `rest`
+        split exactly (`_long_split` with `exact`) into the long gaps after gap 0: found by a
+        depth-first search of at most OPEN_STEPS steps, without the gap's fillings. Such a path
+        is a filling of [a, b) from v wherever the sub-split with v first enumerates them (each
+        value on it fits the gap, and a path that ends is never cut by `live`), and where it
+        finds too many and counts the gap long, the path's values fill it there: either way the
+        sub-split has a split (`_opens`). Why: most openers have such a path among the first
+        few, and their fillings were a twelfth of a 50-city trip's feasible_values."""
+        h = self.h
+        assert h is not None
+        adj = self._adj_all()
+        steps = [0]
+
+        def dfs(cur: int, t: int, used: int) -> bool:
+            if t == b:
+                return (e0 is None or adj[cur] >> e0 & 1 == 1) and self._long_split(
+                    rest & ~used, lmask, remap, lens, gm_of, exact=True)
+            cand = rest & ~used & adj[cur]
+            while cand:
+                low = cand & -cand
+                cand ^= low
+                u = low.bit_length() - 1
+                hu = h[u]
+                assert hu is not None  # (free values have a step)
+                t2 = t + hu
+                if t2 > b or not win[u] >> t & 1:
+                    continue
+                steps[0] += 1
+                if steps[0] > OPEN_STEPS:
+                    raise _Cap
+                if dfs(u, t2, used | low):
+                    return True
+            return False
+
+        try:
+            return dfs(v, a, 0)
+        except _Cap:
+            return False
+
+    def _opening_fillings(self, v: int, a: int, b: int, e0: Optional[int], win: dict,
+                          fcache: dict) -> Optional[dict[int, int]]:
+        """The fillings of gap [a, b) from v as the sub-split with v first computes them (the
+        free values but v that fit it inside), kept in `fcache` as it would keep them."""
+        h = self.h
+        assert h is not None
+        inside = 0
+        for u, w in win.items():
+            hu = h[u]
+            if u != v and b - a >= hu and w & (((1 << (b - hu - a + 1)) - 1) << a):
+                inside |= 1 << u
+        ck = (a, b, v, e0)
+        hit = fcache.get(ck)
+        if hit is not None and hit[0] == inside:
+            return hit[1]
+        f = self._fill_of(self._adj_all(), win, inside, a, b, v, e0)
+        fcache[ck] = [inside, f, None]
+        return f
+
+    def _long_split(self, rest: int, lmask: int, remap: dict, lens: tuple, gm_of: dict,
+                    first: Optional[tuple[int, int, dict]] = None, exact: bool = False) -> bool:
+        """`_gap_solve`'s leaf: whether the values of `rest` split into the long gaps (`lmask`,
+        numbered by `remap`, lengths `lens`) by their types. `first`: (a, b, windows) where gap
+        0 is [a, b) instead of the gaps' own (which values fit it is read again). `exact`: a
+        split proven, not `_partition`'s True past its cap (`_CAPPED`)."""
+        h = self.h
+        assert h is not None
+        by_type: dict[tuple[int, int], int] = {}
+        for u in _bits_once(rest):
+            hu = h[u]
+            assert hu is not None  # (free values have a step)
+            gm = gm_of[u] & lmask
+            if first is not None:
+                a, b, win = first
+                gm &= ~1
+                if b - a >= hu and win[u] & (((1 << (b - hu - a + 1)) - 1) << a):
+                    gm |= 1
+            if not gm:
+                return False  # fits no long gap
+            t = (hu, sum(1 << remap[g] for g in _bits(gm)))
+            by_type[t] = by_type.get(t, 0) + 1
+        if not lens:
+            return not by_type
+        tl = sorted(by_type)
+        counts = [by_type[t] for t in tl]
+        pkey = (lens, tuple(zip(tl, counts)))
+        r = self._gap_memo.get(pkey)
+        if r is None:
+            r = self._gap_memo[pkey] = _partition(lens, tl, counts)
+        return bool(r) and not (exact and pkey in _CAPPED)
 
     def _chunks(self, rows: list[list[int]], key: int) -> list[list[int]]:
         """The union table (`_union_tables`) of rows[key] (key j: transition j of succ; ~j of
@@ -960,6 +1238,22 @@ class DistinctSequence(Node):
         return adj
 
 
+def _left(entry: list, gone: int) -> int:
+    """How many of a gap's fillings hold no value of `gone`. `entry`: `_gap_solve`'s fcache
+    entry [inside, fillings, per-value counts (built here on first use)]: a narrowing's
+    sub-splits each leave out one value, so a count per value answers each of them at once."""
+    f = entry[1]
+    if gone & (gone - 1):
+        return sum(1 for sm in f if not sm & gone)
+    per = entry[2]
+    if per is None:
+        per = entry[2] = {}
+        for sm in f:
+            for v in _bits(sm):
+                per[v] = per.get(v, 0) + 1
+    return len(f) - per.get(gone.bit_length() - 1, 0)
+
+
 def _union_tables(row: list[int]) -> list[list[int]]:
     """For each byte of a value mask, the union of row[v] over each subset of that byte's values:
     the union over a mask is then one lookup per byte (`_union`) instead of one per value."""
@@ -991,30 +1285,29 @@ def _forward(dm: list[int]) -> bool:
     """Forward checking to a fixpoint: a value fixed at one slot leaves every other slot, and a
     slot left with one value fixes it in turn. The path and gap rules read the open values as
     the union of the open slots, so a value already fixed in the prefix must not linger there
-    (one pass leaves it where a slot became fixed by the pass itself: an unsound wipe-out)."""
-    n = len(dm)
+    (one pass leaves it where a slot became fixed by the pass itself: an unsound wipe-out).
+    Each pass removes only the values fixed since the last one (the others are gone from every
+    open slot already), from the open slots that hold one."""
     fixed = 0
-    seen = 0  # slots whose single value is in `fixed`
-    while True:
-        new = False
-        for j in range(n):
-            m = dm[j]
-            if seen >> j & 1:
-                continue
-            if m & (m - 1) == 0:
-                if m == 0 or fixed & m:
-                    return False
-                fixed |= m
-                seen |= 1 << j
-                new = True
-        if not new:
-            return True
-        for j in range(n):
-            if not seen >> j & 1:
-                m = dm[j] & ~fixed
+    for m in dm:
+        if m & (m - 1) == 0:
+            if m == 0 or fixed & m:
+                return False
+            fixed |= m
+    while fixed:
+        more = 0  # values fixed by this pass
+        for j, m in enumerate(dm):
+            if m & fixed and m & (m - 1):
+                m &= ~fixed
                 if not m:
                     return False
                 dm[j] = m
+                if m & (m - 1) == 0:
+                    if m & more:
+                        return False  # two slots left with the same value
+                    more |= m
+        fixed = more
+    return True
 
 
 FIXPOINT_ROUNDS = 64  # rounds of the rules per run when the node covers factors (a fixpoint in practice)
@@ -1028,37 +1321,42 @@ def _fillings(adj: list, h: list, win: Any, inside: int, ga: int, gb: int, s, e)
     """{set of values: mask of first values} of the paths s -> v1 .. vm -> e through `inside`
     whose steps tile [ga, gb) with each v_i starting inside its window; None past FILL_STEPS."""
     out: dict[int, int] = {}
-    steps = [0]
     # live[t - ga]: the values that can start at t and still end a path at gb (ignoring that
     # values are distinct: a DP over (value, time), last time first); the enumeration below
     # extends a path only by those, so it skips every extension that cannot finish
     live = [0] * (gb - ga + 1)
-    vals = _bits(inside)
+    rows = []  # (bit, step, window, successors, whether it may end the gap) of the values inside
+    for v in _bits(inside):
+        wv = win[v]
+        if wv >> ga:  # (none with no start from ga on)
+            rows.append((1 << v, h[v], wv, adj[v], e is None or adj[v] >> e & 1))
     for t in range(gb - 1, ga - 1, -1):
         m = 0
-        for v in vals:
-            hv = h[v]
+        for bit, hv, wv, av, ends in rows:
+            if not wv >> t & 1:
+                continue
             t2 = t + hv
-            if t2 > gb or not win[v] >> t & 1:
+            if t2 > gb:
                 continue
             if t2 == gb:
-                if e is None or adj[v] >> e & 1:
-                    m |= 1 << v
-            elif not hv or adj[v] & live[t2 - ga]:  # (a zero step: kept, not looked through)
-                m |= 1 << v
+                if ends:
+                    m |= bit
+            elif not hv or av & live[t2 - ga]:  # (a zero step: kept, not looked through)
+                m |= bit
         live[t - ga] = m
 
     if _over_cap(adj, h, live, inside, ga, gb, s):
         return None
+    if ga == gb:  # the empty path alone
+        if e is None or s is None or adj[s] >> e & 1:
+            out[0] = 0
+        return out
+    steps = [1]  # the nodes of the enumeration tree so far (the root first)
 
     def rec(cur, t: int, used: int, first: int) -> None:
-        steps[0] += 1
-        if steps[0] > FILL_STEPS:
-            raise _Cap
-        if t == gb:
-            if e is None or cur is None or adj[cur] >> e & 1:
-                out[used] = out.get(used, 0) | first
-            return
+        # each child counts as a node (FILL_STEPS) before it is entered; a child that ends the
+        # gap is a leaf, done here: it ends well, since `live` let it in (a value in live at t
+        # with t + step == gb may precede e)
         cand = inside & ~used & live[t - ga]  # (live: each v in it starts in its window and fits)
         if cur is not None:
             cand &= adj[cur]
@@ -1066,7 +1364,15 @@ def _fillings(adj: list, h: list, win: Any, inside: int, ga: int, gb: int, s, e)
             low = cand & -cand
             cand ^= low
             v = low.bit_length() - 1
-            rec(v, t + h[v], used | low, first or low)
+            n = steps[0] = steps[0] + 1
+            if n > FILL_STEPS:
+                raise _Cap
+            t2 = t + h[v]
+            if t2 == gb:
+                u = used | low
+                out[u] = out.get(u, 0) | (first or low)
+            else:
+                rec(v, t2, used | low, first or low)
 
     try:
         rec(s, ga, 0, 0)
@@ -1109,6 +1415,11 @@ def _over_cap(adj: list, h: list, live: list, inside: int, ga: int, gb: int, s: 
 
 
 PARTITION_STEPS = 20_000  # enumeration steps per gap-partition question; past it: no answer
+# the questions (lens, ((type, count), ...)) that `_partition` answered True past its cap: not
+# proven splits (`_long_split` with `exact`). Never emptied: a cap costs PARTITION_STEPS steps,
+# so there are few
+_CAPPED: set = set()
+OPEN_STEPS = 64  # steps of `_opening_path`'s search; past it the fillings decide
 
 
 def _partition(lens: tuple, types: list, counts: list) -> bool:
@@ -1162,6 +1473,7 @@ def _partition(lens: tuple, types: list, counts: list) -> bool:
     try:
         return rest(0, tuple(counts))
     except _Cap:
+        _CAPPED.add((lens, tuple(zip(types, counts))))
         return True
 
 
