@@ -224,3 +224,55 @@ def test_masks_equal_the_token_definition(k: int) -> None:
             pool = [int(t) for t in ids if v.token_bytes[int(t)] in (b"a", b"b", b'"', b",", b" ", b"]", b"}")]
             pool = pool if pool and rng.random() < 0.9 else [int(t) for t in ids]
             assert m.accept_token(pool[rng.randrange(len(pool))])
+
+
+def _distinct_ok_every_byte(tm: TextMachine, cfg: tuple) -> bool:
+    """`TextMachine._distinct_ok` as it searched before `_probe_bytes`: all 256 bytes from every
+    configuration, in byte order (the reference the probe order must agree with)."""
+    if not tm._risky(cfg[0]):
+        return True
+    todo, seen = [cfg], {cfg}
+    while todo:
+        c = todo.pop()
+        for b in range(256):
+            res: list = []
+            tm._step_one(c, b, res)
+            for o in res:
+                if not tm._risky(o[0]):
+                    return True
+                if o not in seen:
+                    seen.add(o)
+                    todo.append(o)
+    return False
+
+
+@pytest.mark.parametrize("k", range(len(CASES)))
+def test_distinct_search_by_probe_bytes_answers_as_every_byte(k: int) -> None:
+    """`_distinct_ok` tries only the bytes `next_bytes` allows (else all, in `_PROBE_ORDER`): on every
+    configuration that random byte walks meet, before the machine's own filter, it answers as the
+    search over all 256 bytes in order does, refusals included."""
+    schema, alphabet, _ = CASES[k]
+    tm = TextMachine(compile_spec(schema))
+    rng = random.Random(700 + k)
+    alpha = sorted(set(alphabet + tm.sep + tm.key_sep + b"\\n1"))
+    checked = 0
+    for _walk in range(12):
+        c = tm.initial()
+        for _ in range(24):
+            raw: list = []
+            for b in alpha:
+                for cfg in c:
+                    tm._step_one(cfg, b, raw)
+            for cfg in raw:
+                tm._distinct_cache.pop(cfg, None)
+                want = _distinct_ok_every_byte(tm, cfg)
+                assert tm._distinct_ok(cfg) == want, (schema, cfg)
+                checked += tm._risky(cfg[0])
+            nxt = [b for b in alpha if tm.step(c, b)]
+            if not nxt:
+                break
+            # mostly bytes that keep an item on an earlier one's text, where the search has work
+            near = [b for b in nxt if any(tm._risky(o[0]) for o in tm.step(c, b))]
+            pool = near if near and rng.random() < 0.8 else nxt
+            c = tm.step(c, pool[rng.randrange(len(pool))])
+    assert checked > 0
