@@ -59,6 +59,7 @@ _CANON_ESC = frozenset(b'"\\bfnrt')  # the short escapes json.dumps writes (not 
 _LOWER_HEX = frozenset(b"0123456789abcdef")
 # allowed range of the next UTF-8 continuation byte: 0 any, 1 after E0, 2 after ED, 3 after F0, 4 after F4
 _CONT = ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F))
+_BYTE = tuple(bytes([b]) for b in range(256))
 # `_distinct_ok`'s byte order where any byte may come next: the closing quote (ends a string item,
 # usually on a value no earlier item has), printable ASCII from the top (rarer as the next byte of an
 # earlier item's text than letters and digits at the bottom), then every other byte
@@ -81,6 +82,7 @@ class TextMachine:
         self._expand_cache: dict = {}
         self._texts_cache: dict = {}
         self._declared_cache: dict = {}
+        self._heads: dict[tuple, bytes] = {}  # (field path, after another field?) -> its key's text
         # (vocab, configurations) -> boundary mask, shared by every request of the spec (masks.py)
         self.mask_cache: dict = {}
         self._mask_bytes = 0
@@ -311,7 +313,10 @@ class TextMachine:
             return [(rest + (("L", b"}"),), sol)]
         f = node.fields[j]
         fpath = path + (f.key,)
-        head = (self.sep if n else b"") + json.dumps(f.key, ensure_ascii=False).encode() + self.key_sep
+        head = self._heads.get((fpath, n > 0))
+        if head is None:
+            head = self._heads[(fpath, n > 0)] = \
+                (self.sep if n else b"") + json.dumps(f.key, ensure_ascii=False).encode() + self.key_sep
         present = (rest + (("O", path, j + 1, n + 1), ("V", fpath), ("L", head)), sol)
         if f.required:
             return [present]
@@ -538,10 +543,16 @@ class TextMachine:
     # -- uniqueItems in the text ------------------------------------------------------------------
     def _fed(self, stack: tuple, b: int) -> tuple:
         """`stack` with byte `b` (consumed by its top task) added to the text of each item under way."""
-        if not self.unique or not any(t[0] == "U" for t in stack):
+        if not self.unique:
             return stack
-        x = bytes([b])
-        return tuple(_fed_item(t, x) if t[0] == "U" else t for t in stack)
+        at = [i for i, t in enumerate(stack) if t[0] == "U"]
+        if not at:
+            return stack
+        x = _BYTE[b]
+        out = list(stack)
+        for i in at:
+            out[i] = _fed_item(out[i], x)
+        return tuple(out)
 
     def _risky(self, stack: tuple) -> bool:
         """May some item under way still equal an earlier item of its array (a non-empty `near`)?"""
