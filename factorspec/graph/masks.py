@@ -61,13 +61,15 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple, wide: bool = False
     the tokens spelling the start of such a text's rest are checked against the machine (as
     `key_mask` does for keys). None where this does not apply (the full walk then).
 
-    With `wide` (only for a free-text value with no maxLength: `wide_unique_body`), also the
+    With `wide` (a free-text value with no maxLength, or an extra key: `wide_unique_body`), also the
     other tokens without a quote or backslash that continue the body (partial UTF-8 characters:
     `unique_body_extra`), by the same rule; the caller then walks only the tokens holding a quote
     or backslash (`quote_escape_trie`) instead of every special token."""
     top = cfg[0][-1]
     if top[0] == "X" and top[3] == 0 and top[4] == 0:  # an extra key: unlimited, canonical content
         m = v.plain_mask(None)
+        if wide:
+            m = m | unique_body_extra(v)[0]
     elif top[0] == "T" and top[3] == 0 and top[4] == 0:
         max_len = getattr(machine.node_at(top[1]), "max_len", None)
         room = None if max_len is None else max_len - top[2]
@@ -118,11 +120,15 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple, wide: bool = False
 
 
 def wide_unique_body(machine: Any, cfg: tuple) -> bool:
-    """Is `cfg` a free-text value's body at a clean boundary, with no maxLength, inside a unique
-    item (where `unique_body_mask(..., wide=True)` applies)?"""
+    """Is `cfg` a free-text value's body with no maxLength, or an extra member's key (never
+    bounded), at a clean boundary inside a unique item (where `unique_body_mask(..., wide=True)`
+    applies)? Either takes any text until its closing quote, which alone is checked (minLength,
+    a key declared or used)."""
     top = cfg[0][-1] if cfg[0] else None
-    return top is not None and top[0] == "T" and top[3] == 0 and top[4] == 0 \
-        and getattr(machine.node_at(top[1]), "max_len", None) is None and in_unique_item(machine, cfg)
+    if top is None or top[0] not in ("T", "X") or top[3] != 0 or top[4] != 0:
+        return False
+    return (top[0] == "X" or getattr(machine.node_at(top[1]), "max_len", None) is None) \
+        and in_unique_item(machine, cfg)
 
 
 def unique_body_extra(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:

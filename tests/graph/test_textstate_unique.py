@@ -284,6 +284,7 @@ WIDE_SCHEMAS = [
                                 "required": ["n"], "additionalProperties": False}, "uniqueItems": True},
     {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
      "uniqueItems": True, "maxItems": 3},
+    {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}, "uniqueItems": True},
 ]
 
 
