@@ -88,9 +88,11 @@ def _fs_engine(tokenizer: str) -> Any:
     return eng
 
 
-def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None, walk_seconds: Optional[float] = None) -> dict:
+def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None, walk_seconds: Optional[float] = None,
+             longest: float = 0.0) -> dict:
     """Compile one schema and walk it, timing every mask call (the walk cut at `walk_seconds`,
-    default `jsonschemabench.WALK_SECONDS`)."""
+    default `jsonschemabench.WALK_SECONDS`); with probability `longest` a step takes one of the
+    longest allowed tokens (long strings and numbers, as the CI test's edge walk)."""
     from microbench import jsonschemabench as jb
 
     r: dict = {"id": rec["id"], "subset": rec["subset"]}
@@ -131,7 +133,7 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None, walk_se
             if not len(ids):
                 r["outcome"] = "dead end"
                 return
-            t = jb.pick(rng, eng, ids)
+            t = _longest(rng, eng, ids) if longest and rng.random() < longest else jb.pick(rng, eng, ids)
             tokens.append(t)
             if not m.accept(t):
                 r["outcome"] = "reject"
@@ -146,6 +148,17 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None, walk_se
         r["outcome"] = "timeout"
     r.update(cpu=cpu, wall=wall, labels=labels, tokens=tokens, masks_sha1=digest.hexdigest())
     return r
+
+
+def _longest(rng: random.Random, eng: Any, ids: np.ndarray) -> int:
+    """One of the longest allowed tokens (seeded)."""
+    lens = getattr(eng, "token_lens", None)
+    if lens is None:
+        lens = eng.token_lens = np.array([len(b) for b in eng.v.token_bytes]
+                                         + [0] * (eng.v.vocab_size - len(eng.v.token_bytes)))
+    ln = lens[ids]
+    top = ids[ln == ln.max()]
+    return int(top[rng.randrange(len(top))])
 
 
 def replay_engines(eng: Any, rec: dict, tokens: list[int]) -> dict:
@@ -219,7 +232,8 @@ def worker(args: argparse.Namespace) -> int:
         if line.strip() == "quit":
             break
         n = int(line)
-        r = walk_one(eng, recs[n], args.seed * 1_000_003 + n, args.cap, walk_seconds=args.walk_seconds)
+        r = walk_one(eng, recs[n], args.seed * 1_000_003 + n, args.cap, walk_seconds=args.walk_seconds,
+                     longest=args.longest)
         print(json.dumps(r), flush=True)
     return 0
 
@@ -236,6 +250,8 @@ class Worker:
             cmd += ["--ids-file", str(Path(args.ids_file).resolve())]
         if args.walk_seconds:
             cmd += ["--walk-seconds", str(args.walk_seconds)]
+        if args.longest:
+            cmd += ["--longest", str(args.longest)]
         if args.data:
             cmd += ["--data", args.data]
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
@@ -462,7 +478,7 @@ def profile(args: argparse.Namespace) -> None:
     eng = _fs_engine(args.tokenizer)
     recs = records(args)
     prof = cProfile.Profile()
-    results = [walk_one(eng, rec, args.seed * 1_000_003 + n, args.cap, prof, args.walk_seconds)
+    results = [walk_one(eng, rec, args.seed * 1_000_003 + n, args.cap, prof, args.walk_seconds, args.longest)
                for n, rec in enumerate(recs)]
     prof.dump_stats(args.profile)
     print(json.dumps(summarize(results), indent=1))
@@ -487,6 +503,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--walk-seconds", type=float, default=None,
                     help=f"wall guard per walk (default {jb.WALK_SECONDS}); a walk cut by it is left out of the "
                          "identical-masks comparison")
+    ap.add_argument("--longest", type=float, default=0.0,
+                    help="share of steps that take one of the longest allowed tokens (default 0)")
     ap.add_argument("--progress", type=int, default=25)
     ap.add_argument("--engines", action="store_true",
                     help="also time xgrammar and llguidance on this checkout's walks (a third worker)")
