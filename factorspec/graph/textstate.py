@@ -60,6 +60,10 @@ _LOWER_HEX = frozenset(b"0123456789abcdef")
 # allowed range of the next UTF-8 continuation byte: 0 any, 1 after E0, 2 after ED, 3 after F0, 4 after F4
 _CONT = ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F))
 _BYTE = tuple(bytes([b]) for b in range(256))
+# tasks whose expansion only pushes above them (each handler builds `rest + new tasks`, reading
+# nothing below): expanded alone, their results hold for any stack below (`expand`); an expansion
+# that would finish the task and go on below (an empty result stack) is not one of these
+_ON_TOP = frozenset("OPEVACGH")
 # `_distinct_ok`'s byte order where any byte may come next: the closing quote (ends a string item,
 # usually on a value no earlier item has), printable ASCII from the top (rarer as the next byte of an
 # earlier item's text than letters and digits at the bottom), then every other byte
@@ -169,6 +173,14 @@ class TextMachine:
         hit = self._expand_cache.get(key)
         if hit is not None:
             return hit
+        stack0 = cfg[0]
+        if self.unique and len(stack0) > 1 and stack0[-1][0] in _ON_TOP and any(t[0] == "U" for t in stack0):
+            # under a unique item's 'U' task (its text so far makes every such stack new, so the
+            # cache never hits): the top task alone, then the rest below each result
+            part = self.expand(((stack0[-1],), cfg[1]))
+            if all(st for st, _sol in part):
+                rest = stack0[:-1]
+                return [(rest + st, sol) for st, sol in part]
         out: list[Config] = []
         work = [cfg]
         while work:
