@@ -88,8 +88,11 @@ def _fs_engine(tokenizer: str) -> Any:
     return eng
 
 
-def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None) -> dict:
-    """Compile one schema and walk it, timing every mask call."""
+def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None, walk_seconds: Optional[float] = None,
+             longest: float = 0.0) -> dict:
+    """Compile one schema and walk it, timing every mask call (the walk cut at `walk_seconds`,
+    default `jsonschemabench.WALK_SECONDS`); with probability `longest` a step takes one of the
+    longest allowed tokens (long strings and numbers, as the CI test's edge walk)."""
     from microbench import jsonschemabench as jb
 
     r: dict = {"id": rec["id"], "subset": rec["subset"]}
@@ -130,7 +133,7 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None) -> dict
             if not len(ids):
                 r["outcome"] = "dead end"
                 return
-            t = jb.pick(rng, eng, ids)
+            t = _longest(rng, eng, ids) if longest and rng.random() < longest else jb.pick(rng, eng, ids)
             tokens.append(t)
             if not m.accept(t):
                 r["outcome"] = "reject"
@@ -140,11 +143,22 @@ def walk_one(eng: Any, rec: dict, seed: int, cap: int, prof: Any = None) -> dict
                 return
 
     try:
-        jb.guarded(jb.WALK_SECONDS, go)
+        jb.guarded(walk_seconds or jb.WALK_SECONDS, go)
     except jb._Timeout:
         r["outcome"] = "timeout"
     r.update(cpu=cpu, wall=wall, labels=labels, tokens=tokens, masks_sha1=digest.hexdigest())
     return r
+
+
+def _longest(rng: random.Random, eng: Any, ids: np.ndarray) -> int:
+    """One of the longest allowed tokens (seeded)."""
+    lens = getattr(eng, "token_lens", None)
+    if lens is None:
+        lens = eng.token_lens = np.array([len(b) for b in eng.v.token_bytes]
+                                         + [0] * (eng.v.vocab_size - len(eng.v.token_bytes)))
+    ln = lens[ids]
+    top = ids[ln == ln.max()]
+    return int(top[rng.randrange(len(top))])
 
 
 def replay_engines(eng: Any, rec: dict, tokens: list[int]) -> dict:
@@ -182,8 +196,7 @@ def engines_worker(args: argparse.Namespace) -> int:
     from microbench import jsonschemabench as jb
 
     eng = jb.Engines(args.tokenizer)
-    recs = jb.select(jb.load_corpus(Path(args.data) if args.data else jb.default_data_dir()), args.sample,
-                     args.seed)
+    recs = records(args)
     print(json.dumps({"ready": len(recs)}), flush=True)
     for line in sys.stdin:
         if line.strip() == "quit":
@@ -193,19 +206,34 @@ def engines_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def worker(args: argparse.Namespace) -> int:
-    """Read schema indices from stdin, answer one JSON line each ('quit' ends)."""
+def records(args: argparse.Namespace) -> list[dict]:
+    """The schemas of this run: the ones `--ids-file` names (`Subset/id`, one a line, in that
+    order), else the seeded sample."""
     from microbench import jsonschemabench as jb
 
+    recs = jb.load_corpus(Path(args.data) if args.data else jb.default_data_dir())
+    if not args.ids_file:
+        return jb.select(recs, args.sample, args.seed)
+    by = {f"{r['subset']}/{r['id']}": r for r in recs}
+    ids = [ln.strip() for ln in Path(args.ids_file).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    missing = [i for i in ids if i not in by]
+    if missing:
+        raise SystemExit(f"not in the corpus: {missing[:5]}")
+    return [by[i] for i in ids]
+
+
+def worker(args: argparse.Namespace) -> int:
+    """Read schema indices from stdin, answer one JSON line each ('quit' ends)."""
+
     eng = _fs_engine(args.tokenizer)
-    recs = jb.select(jb.load_corpus(Path(args.data) if args.data else jb.default_data_dir()), args.sample,
-                     args.seed)
+    recs = records(args)
     print(json.dumps({"ready": len(recs)}), flush=True)
     for line in sys.stdin:
         if line.strip() == "quit":
             break
         n = int(line)
-        r = walk_one(eng, recs[n], args.seed * 1_000_003 + n, args.cap)
+        r = walk_one(eng, recs[n], args.seed * 1_000_003 + n, args.cap, walk_seconds=args.walk_seconds,
+                     longest=args.longest)
         print(json.dumps(r), flush=True)
     return 0
 
@@ -218,6 +246,12 @@ class Worker:
         env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{REPO}")
         cmd = [sys.executable, str(Path(__file__).resolve()), mode, "--sample", str(args.sample),
                "--seed", str(args.seed), "--cap", str(args.cap), "--tokenizer", args.tokenizer]
+        if args.ids_file:
+            cmd += ["--ids-file", str(Path(args.ids_file).resolve())]
+        if args.walk_seconds:
+            cmd += ["--walk-seconds", str(args.walk_seconds)]
+        if args.longest:
+            cmd += ["--longest", str(args.longest)]
         if args.data:
             cmd += ["--data", args.data]
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
@@ -282,6 +316,22 @@ def summarize(results: list[dict]) -> dict:
             "by_kind_cpu_us": {k: stats(v) for k, v in kinds}, "tail_p99_kinds": dict(tail.most_common(10))}
 
 
+def per_schema(results: dict[str, list[dict]]) -> list[dict]:
+    """Each schema's walk under each version: outcome, positions, mask CPU total and percentiles
+    (us), and whether the rows were identical (with a reference)."""
+    out = []
+    vs = list(results)
+    for rs in zip(*results.values()):
+        row: dict = {"schema": f"{rs[0]['subset']}/{rs[0]['id']}"}
+        for v, r in zip(vs, rs):
+            row[v] = {"outcome": r.get("outcome", r.get("compile"))} | (
+                {k: stats(r["cpu"]).get(k) for k in ("n", "p50", "p99", "max", "total_s")} if r.get("cpu") else {})
+        if len(rs) == 2 and all(r.get("masks_sha1") for r in rs):
+            row["same_masks"] = rs[0]["masks_sha1"] == rs[1]["masks_sha1"]
+        out.append(row)
+    return out
+
+
 def engines_summary(replays: list[dict]) -> dict:
     """Mask times on the schemas all three compile, over the positions each engine followed
     FactorSpec's walk (its own figures beside FactorSpec's on the same positions)."""
@@ -342,6 +392,15 @@ def to_markdown(res: dict) -> str:
                                                                                       "total_s")) + " |")
         L += ["", "Kinds of the positions at or above p99: "
               + ", ".join(f"`{k}` {n}" for k, n in s["tail_p99_kinds"].items()) + "."]
+    if res.get("per_schema"):
+        L += ["", "## Per schema: mask thread CPU (us) and total (s)", "",
+              "| schema | " + " | ".join(f"{v} positions | {v} p50 | {v} p99 | {v} max | {v} total s" for v in vs)
+              + " | same masks |", "|---|" + "---:|" * (5 * len(vs)) + "---|"]
+        for row in res["per_schema"]:
+            L.append(f"| {row['schema']} | " + " | ".join(
+                " | ".join(_cell(row[v], k) if k != "n" else str(row[v].get("n", row[v]["outcome"]))
+                           for k in ("n", "p50", "p99", "max", "total_s")) for v in vs)
+                + f" | {row.get('same_masks', '')} |")
     e = res.get("engines")
     if e:
         L += ["", "## Beside xgrammar and llguidance (same run, FactorSpec's walk replayed)", "",
@@ -402,7 +461,10 @@ def drive(args: argparse.Namespace) -> dict:
         both = [(x, y) for x, y in zip(a, b) if x.get("compile") == "ok" and y.get("compile") == "ok"
                 and x["outcome"] != "timeout" and y["outcome"] != "timeout"]
         differ = [f"{x['subset']}/{x['id']}" for x, y in both if x["masks_sha1"] != y["masks_sha1"]]
-        res["identical"] = {"compared": len(both), "same": len(both) - len(differ), "differ": differ}
+        res["identical"] = {"compared": len(both), "same": len(both) - len(differ), "differ": differ,
+                            "not_compared": [f"{x['subset']}/{x['id']}" for x, y in zip(a, b) if (x, y) not in both]}
+    if args.ids_file:
+        res["per_schema"] = per_schema(results)
     del jb
     return res
 
@@ -412,12 +474,12 @@ def profile(args: argparse.Namespace) -> None:
     import cProfile
     import pstats
 
-    from microbench import jsonschemabench as jb
 
     eng = _fs_engine(args.tokenizer)
-    recs = jb.select(jb.load_corpus(Path(args.data) if args.data else jb.default_data_dir()), args.sample, args.seed)
+    recs = records(args)
     prof = cProfile.Profile()
-    results = [walk_one(eng, rec, args.seed * 1_000_003 + n, args.cap, prof) for n, rec in enumerate(recs)]
+    results = [walk_one(eng, rec, args.seed * 1_000_003 + n, args.cap, prof, args.walk_seconds, args.longest)
+               for n, rec in enumerate(recs)]
     prof.dump_stats(args.profile)
     print(json.dumps(summarize(results), indent=1))
     pstats.Stats(args.profile).sort_stats("tottime").print_stats(30)
@@ -437,6 +499,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--profile", default=None, help="cProfile this checkout alone, stats to this path")
     ap.add_argument("--json", default="microbench/results/masks_jsonschemabench_sample.json")
     ap.add_argument("--md", default=None)
+    ap.add_argument("--ids-file", default=None, help="walk these schemas (`Subset/id` a line) instead of a sample")
+    ap.add_argument("--walk-seconds", type=float, default=None,
+                    help=f"wall guard per walk (default {jb.WALK_SECONDS}); a walk cut by it is left out of the "
+                         "identical-masks comparison")
+    ap.add_argument("--longest", type=float, default=0.0,
+                    help="share of steps that take one of the longest allowed tokens (default 0)")
     ap.add_argument("--progress", type=int, default=25)
     ap.add_argument("--engines", action="store_true",
                     help="also time xgrammar and llguidance on this checkout's walks (a third worker)")
@@ -462,6 +530,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     md = to_markdown(res)
     Path(args.md or str(Path(args.json).with_suffix(".md"))).write_text(md, encoding="utf-8")
     print(md)
+    differ = res.get("identical", {}).get("differ")
+    if differ:
+        print(f"MASKS DIFFER on {len(differ)} schemas: {differ}", file=sys.stderr)
+        return 1
     return 0
 
 

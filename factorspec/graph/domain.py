@@ -32,12 +32,36 @@ def dsize(d: Domain) -> int:
     return len(d) if isinstance(d, frozenset) else d[1] - d[0] + 1
 
 
+SPAN_FROM = 64  # explicit domains of at least this many values keep their least and greatest value
+SPAN_ENTRIES = 1024  # at most this many such domains at once (then the memo starts over)
+_SPANS: dict[int, tuple[frozenset[int], int, int]] = {}
+
+
+def _span(d: frozenset[int]) -> tuple[frozenset[int], int, int]:
+    """(d, least, greatest) of a large explicit domain, memoised by identity. Why: min/max scan the
+    whole set, and the solver asks them of the same domain objects over and over (a guard per item
+    against a length of up to 1,024 values, CP-SAT's model per question): that scan was half of a
+    uniqueItems enum's mask time (JsonSchemaStore/github-workflow-template-properties). The memo
+    holds the set itself, so its id cannot be reused while the entry lives."""
+    hit = _SPANS.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit
+    if len(_SPANS) >= SPAN_ENTRIES:
+        _SPANS.clear()
+    hit = _SPANS[id(d)] = (d, min(d), max(d))
+    return hit
+
+
 def dmin(d: Domain) -> int:
-    return min(d) if isinstance(d, frozenset) else d[0]
+    if isinstance(d, frozenset):
+        return min(d) if len(d) < SPAN_FROM else _span(d)[1]
+    return d[0]
 
 
 def dmax(d: Domain) -> int:
-    return max(d) if isinstance(d, frozenset) else d[1]
+    if isinstance(d, frozenset):
+        return max(d) if len(d) < SPAN_FROM else _span(d)[2]
+    return d[1]
 
 
 def dcontains(d: Domain, k: int) -> bool:

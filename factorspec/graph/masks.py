@@ -53,26 +53,37 @@ def string_state(machine: Any, cfg: tuple) -> Optional[tuple[int, int, int]]:
     return (room, 0, 0) if room > 0 and top[3] == 0 and top[4] == 0 else None
 
 
-def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.ndarray]:
+def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple, wide: bool = False) -> Optional[np.ndarray]:
     """Mask of the plain tokens (canonical string content) that continue a string body at a clean
     boundary inside an item of a text-unique array: the string's own plain mask (`plain_mask` for
     room, `regex_mask` for a pattern), less the tokens after which no item could end distinct.
     Only a token that keeps an item's text on the prefix of an earlier item can do that, so only
     the tokens spelling the start of such a text's rest are checked against the machine (as
-    `key_mask` does for keys). None where this does not apply (the full walk then)."""
+    `key_mask` does for keys). None where this does not apply (the full walk then).
+
+    With `wide` (a free-text value with no maxLength, or an extra key: `wide_unique_body`), also the
+    other tokens without a quote or backslash that continue the body (partial UTF-8 characters:
+    `unique_body_extra`), by the same rule; the caller then walks only the tokens holding a quote
+    or backslash (`quote_escape_trie`) instead of every special token."""
     top = cfg[0][-1]
     if top[0] == "X" and top[3] == 0 and top[4] == 0:  # an extra key: unlimited, canonical content
         m = v.plain_mask(None)
+        if wide:
+            m = m | unique_body_extra(v)[0]
     elif top[0] == "T" and top[3] == 0 and top[4] == 0:
         max_len = getattr(machine.node_at(top[1]), "max_len", None)
         room = None if max_len is None else max_len - top[2]
         if room is not None and room <= 0:
             return None
         m = v.plain_mask(room)
+        if wide:
+            assert room is None
+            m = m | unique_body_extra(v)[0]
     elif top[0] == "R" and top[4] == 0:
         m = regex_mask(v, machine.node_at(top[1]).lang, top[2], top[3])
     else:
         return None
+    extra = unique_body_extra(v)[1] if wide else None
     suspects: set[int] = set()
     body: Optional[bytes] = None
     for t in cfg[0]:
@@ -89,7 +100,8 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
                     node = node.get(b) if node is not None else None
                     if node is None:
                         break
-                    suspects.update(x for x in node.get(TOKEN_END, ()) if v.plain_len[x] > 0)
+                    suspects.update(x for x in node.get(TOKEN_END, ())
+                                    if v.plain_len[x] > 0 or (extra is not None and extra[x]))
     drop = []
     start = frozenset([cfg])
     for x in suspects:
@@ -105,6 +117,56 @@ def unique_body_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Optional[np.nda
     for x in drop:
         out[x >> 5] &= np.uint32(~(1 << (x & 31)) & 0xFFFFFFFF)
     return out.view(np.int32)
+
+
+def wide_unique_body(machine: Any, cfg: tuple) -> bool:
+    """Is `cfg` a free-text value's body with no maxLength, or an extra member's key (never
+    bounded), at a clean boundary inside a unique item (where `unique_body_mask(..., wide=True)`
+    applies)? Either takes any text until its closing quote, which alone is checked (minLength,
+    a key declared or used)."""
+    top = cfg[0][-1] if cfg[0] else None
+    if top is None or top[0] not in ("T", "X") or top[3] != 0 or top[4] != 0:
+        return False
+    return (top[0] == "X" or getattr(machine.node_at(top[1]), "max_len", None) is None) \
+        and in_unique_item(machine, cfg)
+
+
+def unique_body_extra(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
+    """(mask, boolean per token id) of the tokens that are not plain string content and hold no
+    quote and no backslash, whose bytes continue a string body from a clean boundary (partial
+    UTF-8 characters, mostly: thousands of byte-level tokens). Why: inside a unique item such a
+    token is allowed exactly as a plain one is (it cannot end the string, and it keeps the item on
+    an earlier item's text only by spelling that text's rest, so only those are checked against
+    the machine); walking them one trie node at a time was most of the mask time of unique arrays
+    of free-text strings (JsonSchemaStore/filespec-schema: 5,000 machine steps per mask)."""
+    c = _classes(v)
+    hit = c.get("unique_extra")
+    if hit is None:
+        ok = _body_ends(v, 0, 0) & (v.plain_len <= 0)
+        for t in np.nonzero(ok)[0]:
+            if 0x5C in v.token_bytes[int(t)]:
+                ok[t] = False
+        hit = c["unique_extra"] = (v.mask_from_ids(np.nonzero(ok)[0]), ok)
+    return hit
+
+
+def quote_escape_trie(v: TokenVocab) -> dict:
+    """The byte trie of the vocabulary's tokens that hold a quote or a backslash (built once per
+    vocabulary): inside a unique item's free text, the tokens `unique_body_extra` leaves to the
+    machine."""
+    c = _classes(v)
+    t = c.get("quote_escape")
+    if t is None:
+        stop = set(v.stop_ids)
+        t = {}
+        for tid, b in enumerate(v.token_bytes):
+            if b and tid not in stop and (0x22 in b or 0x5C in b):
+                node = t
+                for byte in b:
+                    node = node.setdefault(byte, {})
+                node.setdefault(TOKEN_END, []).append(tid)
+        c["quote_escape"] = t
+    return t
 
 
 def _open_string_body(raw: bytes) -> bytes:
@@ -183,12 +245,13 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     if rest and getattr(machine, "unique", False):
         keep = []
         for cfg in rest:
-            m = unique_body_mask(machine, v, cfg) if in_unique_item(machine, cfg) else None
+            wide = wide_unique_body(machine, cfg)
+            m = unique_body_mask(machine, v, cfg, wide) if in_unique_item(machine, cfg) else None
             if m is None:
                 keep.append(cfg)
             else:
                 masks.append(m)
-                walk(machine, v.special_trie, frozenset([cfg]), ids)
+                walk(machine, quote_escape_trie(v) if wide else v.special_trie, frozenset([cfg]), ids)
         rest = keep
     if rest:
         keep = []

@@ -34,9 +34,10 @@ def reading(p: Problem, vid: int) -> list[int]:
     return per[vid]
 
 
-def moved(p: Problem, record: Sequence[Any], vid: int, values: Iterable[int]) -> list[list]:
+def moved(p: Problem, record: Sequence[Any], vid: int, values: Iterable[int], first: bool = False) -> list[list]:
     """The records `record` with var `vid` set to each of `values` that every factor holds on
-    (`record` must be a valid record; the values must lie in the asking state's domain of vid)."""
+    (`record` must be a valid record; the values must lie in the asking state's domain of vid);
+    with `first`, only the first such record."""
     factors = [p.factors[fi].node for fi in reading(p, vid)]
     out = []
     for k in values:
@@ -46,4 +47,6 @@ def moved(p: Problem, record: Sequence[Any], vid: int, values: Iterable[int]) ->
         r[vid] = k
         if nodes_hold(factors, r):
             out.append(r)
+            if first:
+                break
     return out

@@ -59,6 +59,15 @@ _CANON_ESC = frozenset(b'"\\bfnrt')  # the short escapes json.dumps writes (not 
 _LOWER_HEX = frozenset(b"0123456789abcdef")
 # allowed range of the next UTF-8 continuation byte: 0 any, 1 after E0, 2 after ED, 3 after F0, 4 after F4
 _CONT = ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F))
+_BYTE = tuple(bytes([b]) for b in range(256))
+# tasks whose expansion only pushes above them (each handler builds `rest + new tasks`, reading
+# nothing below): expanded alone, their results hold for any stack below (`expand`); an expansion
+# that would finish the task and go on below (an empty result stack) is not one of these
+_ON_TOP = frozenset("OPEVACGH")
+# `_distinct_ok`'s byte order where any byte may come next: the closing quote (ends a string item,
+# usually on a value no earlier item has), printable ASCII from the top (rarer as the next byte of an
+# earlier item's text than letters and digits at the bottom), then every other byte
+_PROBE_ORDER = (0x22, *(b for b in range(0x7E, 0x1F, -1) if b != 0x22), *range(0x7F, 0x100), *range(0x20))
 
 
 class TextMachine:
@@ -77,6 +86,7 @@ class TextMachine:
         self._expand_cache: dict = {}
         self._texts_cache: dict = {}
         self._declared_cache: dict = {}
+        self._heads: dict[tuple, bytes] = {}  # (field path, after another field?) -> its key's text
         # (vocab, configurations) -> boundary mask, shared by every request of the spec (masks.py)
         self.mask_cache: dict = {}
         self._mask_bytes = 0
@@ -163,6 +173,14 @@ class TextMachine:
         hit = self._expand_cache.get(key)
         if hit is not None:
             return hit
+        stack0 = cfg[0]
+        if self.unique and len(stack0) > 1 and stack0[-1][0] in _ON_TOP and any(t[0] == "U" for t in stack0):
+            # under a unique item's 'U' task (its text so far makes every such stack new, so the
+            # cache never hits): the top task alone, then the rest below each result
+            part = self.expand(((stack0[-1],), cfg[1]))
+            if all(st for st, _sol in part):
+                rest = stack0[:-1]
+                return [(rest + st, sol) for st, sol in part]
         out: list[Config] = []
         work = [cfg]
         while work:
@@ -307,7 +325,10 @@ class TextMachine:
             return [(rest + (("L", b"}"),), sol)]
         f = node.fields[j]
         fpath = path + (f.key,)
-        head = (self.sep if n else b"") + json.dumps(f.key, ensure_ascii=False).encode() + self.key_sep
+        head = self._heads.get((fpath, n > 0))
+        if head is None:
+            head = self._heads[(fpath, n > 0)] = \
+                (self.sep if n else b"") + json.dumps(f.key, ensure_ascii=False).encode() + self.key_sep
         present = (rest + (("O", path, j + 1, n + 1), ("V", fpath), ("L", head)), sol)
         if f.required:
             return [present]
@@ -534,10 +555,16 @@ class TextMachine:
     # -- uniqueItems in the text ------------------------------------------------------------------
     def _fed(self, stack: tuple, b: int) -> tuple:
         """`stack` with byte `b` (consumed by its top task) added to the text of each item under way."""
-        if not self.unique or not any(t[0] == "U" for t in stack):
+        if not self.unique:
             return stack
-        x = bytes([b])
-        return tuple(_fed_item(t, x) if t[0] == "U" else t for t in stack)
+        at = [i for i, t in enumerate(stack) if t[0] == "U"]
+        if not at:
+            return stack
+        x = _BYTE[b]
+        out = list(stack)
+        for i in at:
+            out[i] = _fed_item(out[i], x)
+        return tuple(out)
 
     def _risky(self, stack: tuple) -> bool:
         """May some item under way still equal an earlier item of its array (a non-empty `near`)?"""
@@ -567,7 +594,7 @@ class TextMachine:
         visited = {cfg}
         while todo and not ok:
             c = todo.pop()
-            for b in range(256):
+            for b in self._probe_bytes(c):
                 res: list = []
                 self._step_one(c, b, res)
                 for o in res:
@@ -583,6 +610,18 @@ class TextMachine:
             self._distinct_cache.clear()
         self._distinct_cache[cfg] = ok
         return ok
+
+    def _probe_bytes(self, cfg: Config) -> Iterable[int]:
+        """The bytes `_distinct_ok`'s search tries from `cfg`: those `next_bytes` says may come next
+        (a literal's one byte, an enum's few), else every byte, the ones likeliest to make an item
+        differ first (`_PROBE_ORDER`). Why: the search asks whether SOME byte sequence reaches a
+        configuration no earlier item can equal, so the order of its bytes never changes the answer,
+        only how soon it is found; trying all 256 bytes at each literal byte, and the control bytes
+        first inside strings, made it most of the mask time of text-unique arrays."""
+        nb = self.next_bytes((cfg,), limit=256)
+        if nb is None:
+            return _PROBE_ORDER
+        return sorted(b for b in nb if b >= 0)
 
     def canonical(self, path: tuple) -> bool:
         """Is the value at `path` inside an item of a text_unique array (its strings are then written

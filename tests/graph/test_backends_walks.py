@@ -211,3 +211,36 @@ def test_pooled_record_decides_the_next_state_without_search(monkeypatch: pytest
     assert cs.problem.stats.pool_hits > hits  # (a value whose narrowing was asked already is memoised)
     # a compiled problem travels without its records
     assert len(pickle.loads(pickle.dumps(cs.problem)).pool) == 0
+
+
+def test_narrowing_moves_the_witness_and_answers_as_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """State.narrow tries the witness with the asked variable moved (solver._moved_witness) before
+    the backend: on a uniqueItems enum array (an all_different over guarded items) every
+    exists question along a few decided items answers as with the moves off (the backend alone),
+    refusals included (a value another item took), and the moves answer most of them."""
+    from factorspec.graph import solver
+
+    vals = [f"v{i:03d}" for i in range(90)]
+    doc = {"type": "object", "required": ["c"], "properties": {"c": {
+        "type": "array", "items": {"type": "string", "enum": vals}, "uniqueItems": True, "minItems": 1}}}
+
+    def answers() -> tuple[list[bool], int]:
+        cs = compile_spec(doc, budget=Budget(backend="auto"))
+        items = [cs.var_of[("c", k)].id for k in range(4)]
+        lv = cs.len_var_of[("c",)].id
+        st, out = cs.root().narrow(lv, (4, 90)), []
+        assert st is not None
+        for k, vid in enumerate(items):
+            taken = {int(st.witness[v]) for v in items[:k]}
+            for lo in range(0, 90, 9):
+                out.append(st.exists(vid, frozenset(range(lo, lo + 9))))
+            out += [st.exists(vid, frozenset(taken))] if taken else []
+            st = st.assign(vid, 17 * k + 3)
+            assert st is not None
+        return out, cs.problem.stats.move_hits
+
+    with_moves, hits = answers()
+    monkeypatch.setattr(solver, "MOVES", False)
+    without, no_hits = answers()
+    assert with_moves == without and no_hits == 0 and hits > 10
+    assert not all(with_moves)  # the values other items took are refused

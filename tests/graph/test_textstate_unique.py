@@ -224,3 +224,111 @@ def test_masks_equal_the_token_definition(k: int) -> None:
             pool = [int(t) for t in ids if v.token_bytes[int(t)] in (b"a", b"b", b'"', b",", b" ", b"]", b"}")]
             pool = pool if pool and rng.random() < 0.9 else [int(t) for t in ids]
             assert m.accept_token(pool[rng.randrange(len(pool))])
+
+
+def _distinct_ok_every_byte(tm: TextMachine, cfg: tuple) -> bool:
+    """`TextMachine._distinct_ok` as it searched before `_probe_bytes`: all 256 bytes from every
+    configuration, in byte order (the reference the probe order must agree with)."""
+    if not tm._risky(cfg[0]):
+        return True
+    todo, seen = [cfg], {cfg}
+    while todo:
+        c = todo.pop()
+        for b in range(256):
+            res: list = []
+            tm._step_one(c, b, res)
+            for o in res:
+                if not tm._risky(o[0]):
+                    return True
+                if o not in seen:
+                    seen.add(o)
+                    todo.append(o)
+    return False
+
+
+@pytest.mark.parametrize("k", range(len(CASES)))
+def test_distinct_search_by_probe_bytes_answers_as_every_byte(k: int) -> None:
+    """`_distinct_ok` tries only the bytes `next_bytes` allows (else all, in `_PROBE_ORDER`): on every
+    configuration that random byte walks meet, before the machine's own filter, it answers as the
+    search over all 256 bytes in order does, refusals included."""
+    schema, alphabet, _ = CASES[k]
+    tm = TextMachine(compile_spec(schema))
+    rng = random.Random(700 + k)
+    alpha = sorted(set(alphabet + tm.sep + tm.key_sep + b"\\n1"))
+    checked = 0
+    for _walk in range(12):
+        c = tm.initial()
+        for _ in range(24):
+            raw: list = []
+            for b in alpha:
+                for cfg in c:
+                    tm._step_one(cfg, b, raw)
+            for cfg in raw:
+                tm._distinct_cache.pop(cfg, None)
+                want = _distinct_ok_every_byte(tm, cfg)
+                assert tm._distinct_ok(cfg) == want, (schema, cfg)
+                checked += tm._risky(cfg[0])
+            nxt = [b for b in alpha if tm.step(c, b)]
+            if not nxt:
+                break
+            # mostly bytes that keep an item on an earlier one's text, where the search has work
+            near = [b for b in nxt if any(tm._risky(o[0]) for o in tm.step(c, b))]
+            pool = near if near and rng.random() < 0.8 else nxt
+            c = tm.step(c, pool[rng.randrange(len(pool))])
+    assert checked > 0
+
+
+WIDE_SCHEMAS = [
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}},
+                                "required": ["n"], "additionalProperties": False}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+     "uniqueItems": True, "maxItems": 3},
+    {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}, "uniqueItems": True},
+]
+
+
+def _utf8_vocab() -> Any:
+    """Letters, structure, escapes and byte-level pieces of multi-byte characters (é = C3 A9,
+    中 = E4 B8 AD), alone and fused with letters, quotes and backslashes."""
+    from factorspec.graph.token_vocab import TokenVocab
+    toks = [bytes([c]) for c in b'{}[]",: \\abnu0'] + [
+        b"\xc3", b"\xa9", b"\xc3\xa9", b"a\xc3", b"\xa9a", b"\xa9\xc3", b"\xe4", b"\xe4\xb8", b"\xb8\xad", b"\xad",
+        b"\xe4\xb8\xad", b"\xad\xc3", b'\xa9"', b'"\xc3', b'\xad", "', b"\xa9\\n", b"\\n\xc3", b'\\"', b"\\u00",
+        b"\\/", b"\\u0041", b"a\\/", b"\x80", b"\xff", b"a\x01", b'"n": "', b'"}', b'"]', b'", "', b"aa", b"\xc3\xa9a"]
+    toks = list(dict.fromkeys(toks)) + [b"<eos>"]
+    return TokenVocab(toks, [len(toks) - 1])
+
+
+@pytest.mark.parametrize("k", range(len(WIDE_SCHEMAS)))
+def test_wide_unique_body_masks_equal_the_token_definition(k: int) -> None:
+    """Inside a unique item's free text, the tokens without quote or backslash that are not plain
+    (partial UTF-8 characters) are decided by `unique_body_extra` less the machine-checked
+    suspects, not by a trie walk: on random token walks (items steered onto earlier items' texts)
+    every mask equals the definition, and that path decided masks where an earlier item was
+    still near."""
+    from factorspec.graph.masks import boundary_mask, wide_unique_body
+    from factorspec.graph.matcher import Matcher
+    from factorspec.graph.token_vocab import unpack_mask
+    from tests.graph.walks import token_definition
+    v = _utf8_vocab()
+    tm = TextMachine(compile_spec(WIDE_SCHEMAS[k]))
+    rng = random.Random(90 + k)
+    steer = {v.token_bytes.index(b) for b in (b"\xc3\xa9", b"\xc3", b"\xa9", b"a", b'"', b", ", b",", b" ", b'", "')
+             if b in v.token_bytes}
+    wide_near = 0
+    for _walk in range(12):
+        m = Matcher(tm, v)
+        for _ in range(40):
+            if m.is_terminated():
+                break
+            cfg = m.configs
+            want = token_definition(tm, v, cfg)
+            got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
+            assert got == want, (WIDE_SCHEMAS[k], bytes(m.text), sorted(got ^ want))
+            wide_near += any(wide_unique_body(tm, c) and tm._risky(c[0]) for c in cfg)
+            ids = [int(t) for t in m.allowed_tokens()]
+            pool = [t for t in ids if t in steer]
+            pool = pool if pool and rng.random() < 0.85 else ids
+            assert m.accept_token(pool[rng.randrange(len(pool))])
+    assert wide_near > 0

@@ -1216,19 +1216,22 @@ class Model:
         t0 = time.monotonic()
         m = self._scratch()
         proto = m.proto
+        spans: dict[int, list[int]] = {}  # id(domain) -> its intervals (items often share one domain)
         for i in range(self.n_vars):
             d = D[i]
             var = proto.variables[i]
             var.domain.clear()
-            if isinstance(d, frozenset):
-                if len(d) == dmax(d) - dmin(d) + 1:
-                    var.domain.extend([dmin(d), dmax(d)])
-                else:
-                    var.domain.extend(cp.Domain.from_values(sorted(d)).flattened_intervals())
-            else:
-                var.domain.extend([d[0], d[1]])
             if dsize(d) == 0:
                 return False, None
+            iv = spans.get(id(d))
+            if iv is None:
+                if isinstance(d, frozenset):
+                    lo, hi = dmin(d), dmax(d)
+                    iv = [lo, hi] if len(d) == hi - lo + 1 else cp.Domain.from_values(sorted(d)).flattened_intervals()
+                else:
+                    iv = [d[0], d[1]]
+                spans[id(d)] = iv
+            var.domain.extend(iv)
         if hint is not None:
             xs = self.builder.xs
             for i in range(self.n_vars):

@@ -19,16 +19,30 @@ class AllDiff(Node):
     """all_different over guarded items (absent items are ignored)."""
 
     kind = "bool"
-    __slots__ = ("items",)
+    __slots__ = ("items", "_guard_vars", "_present_memo", "_at_memo")
 
     def __init__(self, items: list[tuple[Optional[Node], Node]]) -> None:
         self.items = items
         vs: frozenset[int] = frozenset()
+        gs: frozenset[int] = frozenset()
         for g, n in items:
             vs |= n.vars | (g.vars if g is not None else frozenset())
+            gs |= g.vars if g is not None else frozenset()
         self.vars = vs
+        self._guard_vars = tuple(sorted(gs))
+        self._present_memo: dict[tuple, tuple[list, bool]] = {}
+        self._at_memo: dict[tuple, tuple[int, ...]] = {}
 
     def _present(self, D: Domains) -> tuple[list, bool]:
+        """The items whose guard holds, and whether some guard is undecided: a function of the
+        guards' variables alone, kept per their domains. Why: an array of n items has n guards
+        (`length > i`) and every propagation and check read all of them, n guard evaluations
+        where one lookup does (865 items: a third of a uniqueItems enum's mask time). The list
+        is shared: callers only read it."""
+        key = tuple(D[v] for v in self._guard_vars)
+        hit = self._present_memo.get(key)
+        if hit is not None:
+            return hit
         out, undecided = [], False
         for g, n in self.items:
             r = T if g is None else as_bool(g.fwd(D))
@@ -36,7 +50,21 @@ class AllDiff(Node):
                 out.append(n)
             elif r == U:
                 undecided = True
+        if len(self._present_memo) >= 256:
+            self._present_memo.clear()
+        self._present_memo[key] = (out, undecided)
         return out, undecided
+
+    def _present_at(self, A: list) -> tuple[int, ...]:
+        """The indices of the items whose guard holds on the complete assignment A, kept per the
+        guards' values (as `_present` per their domains: a check of a record read every guard)."""
+        key = tuple(A[v] for v in self._guard_vars)
+        hit = self._at_memo.get(key)
+        if hit is None:
+            if len(self._at_memo) >= 256:
+                self._at_memo.clear()
+            hit = self._at_memo[key] = tuple(i for i, (g, _n) in enumerate(self.items) if g is None or g.ev(A))
+        return hit
 
     def fwd(self, D: Domains) -> Abstract:
         nodes, undecided = self._present(D)
@@ -127,6 +155,7 @@ class AllDiff(Node):
         return len(union) >= len(nodes)
 
     def ev(self, A: list) -> Any:
-        vals = [n.ev(A) for g, n in self.items if g is None or g.ev(A)]
+        items = self.items
+        vals = [items[i][1].ev(A) for i in self._present_at(A)]
         require_defined(*vals)
         return int(len(vals) == len(set(vals)))
