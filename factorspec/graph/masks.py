@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, Optional
 
 import numpy as np
@@ -154,18 +155,24 @@ def quote_escape_trie(v: TokenVocab) -> dict:
     """The byte trie of the vocabulary's tokens that hold a quote or a backslash (built once per
     vocabulary): inside a unique item's free text, the tokens `unique_body_extra` leaves to the
     machine."""
+    return _token_trie(v, "quote_escape", lambda b: 0x22 in b or 0x5C in b)
+
+
+def _token_trie(v: TokenVocab, name: str, holds: Callable[[bytes], bool]) -> dict:
+    """The byte trie of the vocabulary's non-stop tokens whose bytes `holds` accepts, kept in the
+    vocabulary's classes under `name` (built once)."""
     c = _classes(v)
-    t = c.get("quote_escape")
+    t = c.get(name)
     if t is None:
         stop = set(v.stop_ids)
         t = {}
         for tid, b in enumerate(v.token_bytes):
-            if b and tid not in stop and (0x22 in b or 0x5C in b):
+            if b and tid not in stop and holds(b):
                 node = t
                 for byte in b:
                     node = node.setdefault(byte, {})
                 node.setdefault(TOKEN_END, []).append(tid)
-        c["quote_escape"] = t
+        c[name] = t
     return t
 
 
@@ -520,19 +527,7 @@ def key_mask(machine: Any, v: TokenVocab, cfg: tuple) -> np.ndarray:
 
 def quote_trie(v: TokenVocab) -> dict:
     """The byte trie of the vocabulary's tokens that hold a quote (built once per vocabulary)."""
-    c = _classes(v)
-    t = c.get("quote")
-    if t is None:
-        stop = set(v.stop_ids)
-        t = {}
-        for tid, b in enumerate(v.token_bytes):
-            if b and tid not in stop and 0x22 in b:
-                node = t
-                for byte in b:
-                    node = node.setdefault(byte, {})
-                node.setdefault(TOKEN_END, []).append(tid)
-        c["quote"] = t
-    return t
+    return _token_trie(v, "quote", lambda b: 0x22 in b)
 
 
 def body_mask(v: TokenVocab, esc: int, pend: int) -> np.ndarray:

@@ -48,6 +48,26 @@ def token_definition(tm: Any, v: Any, cfg: Any) -> set[int]:
     return want
 
 
+def definition_walks(tm: Any, v: Any, choose: Callable[[Any, set[int]], int], walks: int = 12,
+                     steps: int = 40, seen: Callable[[Any], None] = lambda cfg: None) -> None:
+    """Token walks on which every boundary mask (masks.boundary_mask) equals `token_definition`;
+    `choose(matcher, definition)` picks the next token, `seen(configs)` sees each position."""
+    from factorspec.graph.masks import boundary_mask
+    from factorspec.graph.matcher import Matcher
+    from factorspec.graph.token_vocab import unpack_mask
+    for _walk in range(walks):
+        m = Matcher(tm, v)
+        for _ in range(steps):
+            if m.is_terminated():
+                break
+            cfg = m.configs
+            want = token_definition(tm, v, cfg)
+            got = {int(t) for t in unpack_mask(boundary_mask(tm, v, cfg), v.vocab_size)}
+            assert got == want, (bytes(m.text), sorted(got ^ want))
+            seen(cfg)
+            assert m.accept_token(choose(m, want))
+
+
 def accepts_text(tm: Any, text: bytes) -> bool:
     """The machine steps through every byte of `text` and ends in a final state."""
     c = tm.initial()
