@@ -96,3 +96,30 @@ def test_removed_shadow_leaves_no_work() -> None:
     w.advance([("r", (ord("{"),), 0)])
     w.remove("r")
     assert w.idle_work() is None and not w.shadows and not w.has_idle_work()
+
+
+def test_no_cyclic_collection_while_a_step_is_computed() -> None:
+    """`paused_gc` (around every step in the worker's loop) keeps the collector off inside and
+    restores its state after, also after an exception; collections due run after the step."""
+    import gc
+
+    from factorspec.workers.worker import paused_gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with paused_gc():
+            assert not gc.isenabled()
+            w = _worker()  # a step's work allocates as usual
+            w.add("r", plan_specs(1, seed=2)[0])
+            assert w.step_one(StepItem("r", (), 0, 4))[1]
+        assert gc.isenabled()
+        with pytest.raises(RuntimeError), paused_gc():
+            raise RuntimeError("a failing step")
+        assert gc.isenabled()
+        gc.disable()
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # a collector that was off stays off
+    finally:
+        (gc.enable if was else gc.disable)()
