@@ -1887,7 +1887,9 @@ def compile_schema_report(doc: dict, open_objects: bool = True,
     """The template tree and the compile report: every ignored keyword and every narrowing, as
     (JSON Pointer, keyword, note). A layout that shares large targets but that the recursion check
     refuses (a reference node turns on its rules) is compiled again without sharing, so sharing
-    never refuses a schema the plain compile accepts."""
+    never refuses a schema the plain compile accepts. An untyped root read as the types its
+    keywords imply that admits no value so takes the types the standard still admits
+    (`_implied_types`), with a note, instead of refusing a schema that has valid instances."""
     try:
         return _compile_report(doc, open_objects, share_targets)
     except EmptySchema as e:
@@ -1902,6 +1904,8 @@ def compile_schema_report(doc: dict, open_objects: bool = True,
                 empty.append(t)
             except SpecError:
                 raise e from None
+        if not empty:
+            raise
         types = [t for t in JSON_TYPES if t not in empty]
         try:
             node, report = _compile_report({**doc, "type": types}, open_objects, share_targets)
