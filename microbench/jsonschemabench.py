@@ -88,6 +88,14 @@ def load_corpus(data_dir: Path) -> list[dict]:
     return out
 
 
+def read_ids(p: Path) -> list[str]:
+    """Schema ids from a file: a JSON list of `Subset/id`, or one a line."""
+    text = p.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        return [str(x) for x in json.loads(text)]
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
 def select(recs: list[dict], sample: int = 0, seed: int = 0, limit: int = 0,
            subsets: Optional[Sequence[str]] = None) -> list[dict]:
     """The records a run covers: optional subsets, then a seeded sample (kept in corpus order), then

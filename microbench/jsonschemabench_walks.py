@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from microbench.jsonschemabench import read_ids
+
 
 def newly_compiled(before: Path, after: Path) -> list[str]:
     """`Subset/id` of the schemas FactorSpec compiles in `after` (a compile-all result) but not in
@@ -33,14 +35,6 @@ def newly_compiled(before: Path, after: Path) -> list[str]:
         return [k for k, v in d["per_schema"]["status"].items() if v[i] == 0]
     old = set(ok(before))
     return [k for k in ok(after) if k not in old]
-
-
-def read_ids(p: Path) -> list[str]:
-    """A JSON list of `Subset/id`, or one a line."""
-    text = p.read_text()
-    if text.lstrip().startswith("["):
-        return [str(x) for x in json.loads(text)]
-    return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
 
 class _NoXgrammar:

@@ -70,6 +70,7 @@ def dcontains(d: Domain, k: int) -> bool:
 
 # (explicit domain, lo, hi) -> its clip: the same clips recur (a trip's window probe clips each
 # day's initial domain to each city's bounds at every position: 2,500 fixpoints on 50 cities)
+CLIP_ENTRIES = 50_000  # at most this many clips at once (then the memo starts over)
 _CLIPS: dict[tuple, frozenset] = {}
 
 
@@ -82,7 +83,7 @@ def dclip(d: Domain, lo: Bound, hi: Bound) -> Domain:
         got = _CLIPS.get(key)
         if got is None:
             got = frozenset(k for k in d if lo <= k <= hi)
-            if len(_CLIPS) > 50_000:
+            if len(_CLIPS) >= CLIP_ENTRIES:
                 _CLIPS.clear()
             _CLIPS[key] = got
         return got

@@ -27,7 +27,6 @@ MAX_VARS = 100_000
 DIV_LIMIT = 1024  # a divisor that is not a constant may take at most this many values
 
 
-
 def nodes_hold(nodes: Iterable[Any], A: Sequence[Any]) -> bool:
     """Whether every node holds on the complete assignment A (internal values), exactly as
     `check` decides: an undefined value (a missing table key, the min of nothing) makes a node
@@ -36,6 +35,7 @@ def nodes_hold(nodes: Iterable[Any], A: Sequence[Any]) -> bool:
         return all(n.ev(A) for n in nodes)
     except (TypeError, ZeroDivisionError):
         return False
+
 
 @dataclass
 class Relation:

@@ -125,11 +125,15 @@ def wide_unique_body(machine: Any, cfg: tuple) -> bool:
     bounded), at a clean boundary inside a unique item (where `unique_body_mask(..., wide=True)`
     applies)? Either takes any text until its closing quote, which alone is checked (minLength,
     a key declared or used)."""
+    return in_unique_item(machine, cfg) and _wide_body(machine, cfg)
+
+
+def _wide_body(machine: Any, cfg: tuple) -> bool:
+    """`wide_unique_body` less its `in_unique_item` (which `boundary_mask` has asked already)."""
     top = cfg[0][-1] if cfg[0] else None
     if top is None or top[0] not in ("T", "X") or top[3] != 0 or top[4] != 0:
         return False
-    return (top[0] == "X" or getattr(machine.node_at(top[1]), "max_len", None) is None) \
-        and in_unique_item(machine, cfg)
+    return top[0] == "X" or getattr(machine.node_at(top[1]), "max_len", None) is None
 
 
 def unique_body_extra(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
@@ -252,8 +256,9 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
     if rest and getattr(machine, "unique", False):
         keep = []
         for cfg in rest:
-            wide = wide_unique_body(machine, cfg)
-            m = unique_body_mask(machine, v, cfg, wide) if in_unique_item(machine, cfg) else None
+            inside = in_unique_item(machine, cfg)
+            wide = inside and _wide_body(machine, cfg)
+            m = unique_body_mask(machine, v, cfg, wide) if inside else None
             if m is None:
                 keep.append(cfg)
             else:

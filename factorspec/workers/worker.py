@@ -3,13 +3,11 @@ the shared block and sends drafts back. Imports numpy and the core only (no torc
 from __future__ import annotations
 
 import collections
-import contextlib
-import gc
 import os
 import pickle
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Optional
 
 import numpy as np
@@ -18,7 +16,7 @@ from factorspec.constraint import DraftTree, fill_tree_bitmask, truncate_draft
 from factorspec.graph.backends import cpsat, own_only
 from factorspec.graph.compiler import SpecCompiler
 from factorspec.graph.matcher import Matcher
-from factorspec.workers.checkpoint import dump_spec, dump_state, load_spec, load_state, states_of
+from factorspec.workers.checkpoint import dump_spec, dump_state, load_spec, load_state, paused_gc, states_of
 from factorspec.workers.protocol import PROGRESS_SHIFT, StepItem, encode_error
 
 CHECKPOINT_TOKENS = 32  # a request's state is checkpointed when its solver states change, or after this many tokens
@@ -566,22 +564,6 @@ class Worker:
 
 
 SPARE_NICE = 19  # a spare's priority (nice value) until it takes a slot, where it may return to its own
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection while a step is computed: a full collection scans every
-    compiled spec a worker holds (30-60 ms on a serving worker of 64 trip requests, 100-140 ms on a
-    standby holding every live spec, measured in pool_faults), longer than the step itself. The
-    collections due run after the step's reply is sent (reference counting still frees
-    everything else at once; the cycles of one step wait until then)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _can_renice(base: int) -> bool:

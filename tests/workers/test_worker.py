@@ -103,7 +103,7 @@ def test_no_cyclic_collection_while_a_step_is_computed() -> None:
     restores its state after, also after an exception; collections due run after the step."""
     import gc
 
-    from factorspec.workers.worker import paused_gc
+    from factorspec.workers.checkpoint import paused_gc
 
     was = gc.isenabled()
     try:

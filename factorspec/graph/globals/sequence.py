@@ -57,9 +57,9 @@ _MASKS: dict[frozenset, int] = {}  # a slot's domain -> its bitmask (domains rec
 _SETS: dict[int, frozenset] = {}  # the reverse, for the domains this node writes: one object per set
 
 
-def _keep(cache: dict, key: Any, value: Any) -> Any:
-    """cache[key] = value, emptying the cache first once it holds 100,000 entries; returns value."""
-    if len(cache) > 100_000:
+def _keep(cache: dict, key: Any, value: Any, limit: int = 100_000) -> Any:
+    """cache[key] = value, emptying the cache first once it holds `limit` entries; returns value."""
+    if len(cache) > limit:
         cache.clear()
     cache[key] = value
     return value
@@ -1060,9 +1060,7 @@ class DistinctSequence(Node):
         f = self._fill_memo.get(pk, 0)
         if f != 0:
             return f
-        lasts = getattr(self, "_fill_last", None)  # (absent from a node pickled before it)
-        if lasts is None:
-            lasts = self._fill_last = {}
+        lasts = self._fill_last
         ck = (ga, gb, s, e)
         last = lasts.get(ck)
         if SHORTCUTS and last is not None and not inside & ~last[0] and all(
@@ -1078,13 +1076,8 @@ class DistinctSequence(Node):
         else:
             f = _fillings(adj, h, win, inside, ga, gb, s, e)
         if f is not None:
-            if len(lasts) > 20_000:
-                lasts.clear()
-            lasts[ck] = (inside, dict(zip(vals, wins)), f)
-        if len(self._fill_memo) > 20_000:
-            self._fill_memo.clear()
-        self._fill_memo[pk] = f
-        return f
+            _keep(lasts, ck, (inside, dict(zip(vals, wins)), f), 20_000)
+        return _keep(self._fill_memo, pk, f, 20_000)
 
     def _opens(self, v: int, rest: int, a: int, b: int, e0: Optional[int], win: dict, gm_of: dict, lmask: int,
                remap: dict, lens: tuple, fcache: dict) -> Optional[int]:
