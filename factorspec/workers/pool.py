@@ -387,6 +387,13 @@ class MaskWorkerPool:
         return (sb is not None and sb.ready and not sb.dead and not self._hold_queue and not self._hold_out
                 and all(rid in self._held for rid in self._images))
 
+    def standby_holds_all(self) -> bool:
+        """`standby_caught_up`, and every live request's image has come back and is held there
+        (images come back when the serving workers are idle, so in the first steps, or on a busy
+        host, a request may not be held yet). What a test or benchmark that kills a worker on
+        purpose, to measure held re-adds, waits for. Non-blocking."""
+        return self.standby_caught_up() and all(rid in self._held for rid in self._assign)
+
     def requests(self) -> dict[Any, int]:
         """Live requests and the worker slot each is on."""
         return {rid: s.index for rid, s in self._assign.items()}
