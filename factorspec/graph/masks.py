@@ -13,6 +13,9 @@ steps each configuration on its own), so the set is split, each part by the chea
   walk of the tokens holding a quote; a key that an excluded key extends walks every special token.
 - inside a number or enum text ('S'): the mask after the scalar (cached like this one) and a walk
   of the subtrees of bytes that continue the text (`scalar_text_mask`).
+- inside a pattern string or a patterned key in the middle of an escape or UTF-8 sequence: the
+  tokens without a quote by the pattern's byte table (`pattern_masks.pattern_part_mask`), those
+  with one walked (not in text-unique items, nor for a key that an excluded key extends).
 - an extra key inside an escape or UTF-8 sequence: tokens without a quote by `body_mask`, the ones
   with a quote walked; strings in text-unique items, and every other configuration: a walk of the
   whole byte trie (cheap there: literals prune it at the first bytes).
@@ -265,15 +268,25 @@ def boundary_mask(machine: Any, v: TokenVocab, cfgs: frozenset) -> np.ndarray:
                 masks.append(m)
                 walk(machine, quote_escape_trie(v) if wide else v.special_trie, frozenset([cfg]), ids)
         rest = keep
+    mid: list[tuple] = []  # pattern strings and keys inside an escape or UTF-8 sequence
     if rest:
+        from factorspec.graph.pattern_masks import pattern_part_mask  # (it builds on this module)
+
         keep = []
         for cfg in rest:
             top = cfg[0][-1] if cfg[0] else None
             if top is not None and top[0] in ("R", "K") and top[4] == 0 and not in_unique_item(machine, cfg):
                 regex.append(cfg)
-            else:
+                continue
+            m = pattern_part_mask(machine, v, cfg) if top is not None and top[0] in ("R", "K") else None
+            if m is None:
                 keep.append(cfg)
+            else:
+                masks.append(m)
+                mid.append(cfg)
         rest = keep
+    if mid:  # the tokens without a quote by the pattern's byte table, those with one walked
+        walk(machine, quote_trie(v), frozenset(mid), ids)
     if regex:
         # plain tokens (no quote, backslash or partial UTF-8) by DFA classes, per reached state; the
         # special tokens without a quote by the pattern alone where that decides them

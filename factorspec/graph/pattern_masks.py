@@ -1,0 +1,159 @@
+"""Token masks inside a pattern string ('R') or a patterned key ('K') in the middle of an escape or
+a UTF-8 sequence, by a byte automaton of the pattern's task states built lazily per language.
+
+Why: at a clean boundary the plain tokens go by DFA classes (`masks.regex_mask`), but from inside
+`\\u00e` or a two-byte UTF-8 character every token was walked through the vocabulary trie against
+the text machine (Python frozensets of configurations per trie node). After the escape completes
+the string goes on, so whole subtrees of the trie are entered (every token starting with a hex
+digit): 40-250 ms a mask on JSONSchemaBench patterns, the largest share of the mask tail
+(microbench/results/masks_jsonschemabench_sample_masktail.md, `R esc13`, `K esc13`).
+
+A token without a quote byte never closes the string, so from such a configuration the machine
+steps it exactly as `textstate.regex_byte` steps the task (q, n, esc, acc) alone: a pure function
+of the language, the state and the byte. The states met are numbered and their byte transitions
+kept in a table (filled on first use, per language and vocabulary), and every quote-free token
+steps through it at once, one byte position at a time (`masks.body_packed`: tokens ordered by
+length, so the live ones are a prefix; the dead are dropped as they die). Masks are kept per
+state. Tokens with a quote are left to the caller's walk of `masks.quote_trie`.
+
+Not for text-unique items (canonical escapes, checked against earlier items: the walk there), nor
+for a key that an excluded key (declared or used) extends (the key's text then matters).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from factorspec.graph.masks import _classes, _mask_from_bool, body_packed
+from factorspec.graph.textstate import regex_byte
+from factorspec.graph.token_vocab import TokenVocab
+
+MAX_STATES = 8192  # per language and vocabulary: past it the table starts again (256 int32 a state)
+MAX_MASKS = 4096  # per language and vocabulary: masks kept for reached states
+_UNKNOWN, _DEAD = -2, -1
+
+
+class ByteTable:
+    """The task states (q, n, esc, acc) of one pattern language met so far, numbered, and their
+    transitions by byte (`_UNKNOWN` until asked, `_DEAD` where `regex_byte` refuses the byte or
+    would close the string)."""
+
+    def __init__(self, lang: Any) -> None:
+        self.lang = lang
+        self.lock = threading.Lock()
+        self.masks: dict[tuple, np.ndarray] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self.index: dict[tuple, int] = {}
+        self.states: list[tuple] = []
+        self.table = np.full((64, 256), _UNKNOWN, dtype=np.int32)
+
+    def state(self, st: tuple) -> int:
+        """The number of state (q, n, esc, acc), given one if new."""
+        k = self.index.get(st)
+        if k is None:
+            k = self.index[st] = len(self.states)
+            self.states.append(st)
+            if k >= self.table.shape[0]:
+                grown = np.full((2 * self.table.shape[0], 256), _UNKNOWN, dtype=np.int32)
+                grown[:self.table.shape[0]] = self.table
+                self.table = grown
+        return k
+
+    def fill(self, s: np.ndarray, b: np.ndarray) -> None:
+        """Compute the unknown transitions among the pairs (s[i], b[i])."""
+        t = self.table[s, b]
+        unknown = t == _UNKNOWN
+        if not unknown.any():
+            return
+        pairs = np.unique(s[unknown].astype(np.int64) * 256 + b[unknown])
+        for p in pairs.tolist():
+            k, byte = divmod(p, 256)
+            nxt = regex_byte(self.lang, ("R", (), *self.states[k]), byte)
+            self.table[k, byte] = _DEAD if nxt is None or nxt == "end" else self.state(tuple(nxt[2:]))
+
+    def mask(self, v: TokenVocab, st: tuple) -> np.ndarray:
+        """Packed mask of the non-stop tokens without a quote whose bytes `regex_byte` steps from
+        state `st` to the end (each may leave the string mid-escape: the state after it is a task
+        state again)."""
+        with self.lock:
+            m = self.masks.get(st)
+            if m is not None:
+                return m
+            if len(self.states) > MAX_STATES:
+                self._reset()
+            _, _, cand_ids, flat, starts, live = body_packed(v, with_quotes=False)
+            k = self.state(st)
+            self.fill(np.full(256, k, dtype=np.int32), np.arange(256, dtype=np.uint8))
+            first = np.nonzero(self.table[k] >= 0)[0]
+            order, bounds = _by_first_byte(v)
+            # only the tokens whose first byte can come (after `\u` or a UTF-8 lead byte: a few)
+            alive = np.sort(np.concatenate([order[bounds[x]:bounds[x + 1]] for x in first.tolist()]
+                                           + [np.zeros(0, dtype=np.int64)]))
+            s = np.full(len(alive), k, dtype=np.int32)
+            done = []
+            for j, cnt in enumerate(live):
+                cut = int(np.searchsorted(alive, cnt))
+                done.append(alive[cut:])  # tokens of j bytes, every byte stepped
+                alive, s = alive[:cut], s[:cut]
+                if not len(alive):
+                    break
+                b = flat[starts[alive] + j]
+                self.fill(s, b)
+                t = self.table[s, b]
+                ok = t >= 0
+                alive, s = alive[ok], t[ok]
+            done.append(alive)
+            m = _mask_from_bool(v, cand_ids[np.concatenate(done)])
+            if len(self.masks) >= MAX_MASKS:
+                self.masks.clear()
+            self.masks[st] = m
+            return m
+
+
+def _by_first_byte(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
+    """The quote-free candidates of `masks.body_packed` grouped by first byte (once per vocabulary):
+    their positions ordered by first byte, and where each byte's group starts (257 bounds)."""
+    c = _classes(v)
+    hit = c.get("by_first_byte")
+    if hit is None:
+        _, _, _, flat, starts, _ = body_packed(v, with_quotes=False)
+        fb = flat[starts] if len(starts) else np.zeros(0, dtype=np.uint8)
+        order = np.argsort(fb, kind="stable").astype(np.int64)
+        bounds = np.searchsorted(fb[order], np.arange(257), side="left")
+        hit = c["by_first_byte"] = (order, bounds)
+    return hit
+
+
+def byte_table(v: TokenVocab, lang: Any) -> ByteTable:
+    """The language's table for this vocabulary (made once)."""
+    c = _classes(v)
+    key = ("byte_table", lang)
+    t = c.get(key)
+    if t is None:
+        t = c.setdefault(key, ByteTable(lang))
+    return t
+
+
+def pattern_part_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Any:
+    """Mask of the tokens without a quote allowed from `cfg`, a pattern string's or a patterned
+    key's configuration inside an escape or UTF-8 sequence; None where this does not apply (at a
+    clean boundary, in a text-unique item, or a key that an excluded key extends). The caller
+    walks the tokens holding a quote."""
+    stack = cfg[0]
+    top = stack[-1] if stack else None
+    if top is None or top[0] not in ("R", "K") or top[4] == 0:
+        return None
+    if getattr(machine, "unique", False) and (machine.canonical(top[1]) or any(t[0] == "U" for t in stack)):
+        return None
+    if top[0] == "R":
+        lang = machine.node_at(top[1]).lang
+    else:
+        keys = machine.node_at(top[1]).keys
+        if keys._excluded_with(top[6], keys.declared | top[7]):
+            return None
+        lang = keys.lang
+    return byte_table(v, lang).mask(v, (top[2], top[3], top[4], top[5]))
