@@ -30,6 +30,19 @@ from factorspec.graph.masks import _classes, _mask_from_bool, body_packed
 from factorspec.graph.textstate import regex_byte
 from factorspec.graph.token_vocab import TokenVocab
 
+# the bytes `textstate.decode_byte` may take in each escape state, whatever its accumulator: a
+# state's other bytes are dead without asking (a new state's row costs 256 `regex_byte` calls else)
+_HEX_BYTES = np.frombuffer(b"0123456789abcdefABCDEF", dtype=np.uint8)
+_TAKES = {0: np.arange(0x20, 256, dtype=np.uint8), 1: np.frombuffer(b'"\\/bfnrtu', dtype=np.uint8),
+          10: _HEX_BYTES, 11: _HEX_BYTES, 12: _HEX_BYTES, 13: _HEX_BYTES}
+_CONTINUATION = np.arange(0x80, 0xC0, dtype=np.uint8)  # esc 21, 22, 23: inside a UTF-8 sequence
+
+
+def takes(esc: int) -> np.ndarray:
+    """The bytes that may follow in escape state `esc` (see `_TAKES`)."""
+    return _TAKES.get(esc, _CONTINUATION)
+
+
 MAX_STATES = 8192  # per language and vocabulary: past it the table starts again (256 int32 a state)
 MAX_MASKS = 4096  # per language and vocabulary: masks kept for reached states
 _UNKNOWN, _DEAD = -2, -1
@@ -87,7 +100,13 @@ class ByteTable:
                 self._reset()
             _, _, cand_ids, flat, starts, live = body_packed(v, with_quotes=False)
             k = self.state(st)
-            self.fill(np.full(256, k, dtype=np.int32), np.arange(256, dtype=np.uint8))
+            row = self.table[k]
+            if (row == _UNKNOWN).any():
+                maybe = takes(st[2])
+                rest = np.ones(256, dtype=bool)
+                rest[maybe] = False
+                row[rest & (row == _UNKNOWN)] = _DEAD
+                self.fill(np.full(len(maybe), k, dtype=np.int32), maybe)
             first = np.nonzero(self.table[k] >= 0)[0]
             order, bounds = _by_first_byte(v)
             # only the tokens whose first byte can come (after `\u` or a UTF-8 lead byte: a few)

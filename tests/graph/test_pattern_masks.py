@@ -151,3 +151,23 @@ def test_keys_that_declared_or_used_keys_extend(prefix: bytes) -> None:
     got = {int(t) for t in unpack_mask(boundary_mask(tm, v, c), v.vocab_size)}
     want = token_definition(tm, v, c)
     assert got == want, (prefix, sorted(v.token_bytes[t] for t in got ^ want))
+
+
+def test_takes_holds_every_byte_decode_byte_takes() -> None:
+    """`takes(esc)` (the bytes a new state's row asks `regex_byte` for; the others are dead without
+    asking) holds every byte `decode_byte` takes in that state, over the accumulators reachable."""
+    from factorspec.graph.pattern_masks import takes
+    from factorspec.graph.textstate import decode_byte
+    states: set = {(0, 0)}
+    todo = [(0, 0)]
+    while todo:  # every (esc, acc) the decoder reaches (acc: hex digits so far, UTF-8 bits and range)
+        esc, acc = todo.pop()
+        for b in range(256):
+            d = decode_byte(esc, acc, b)
+            if d is None:
+                continue
+            assert b in set(takes(esc).tolist()), (esc, acc, b)
+            if d[0] == "part" and (d[1], d[2]) not in states:
+                states.add((d[1], d[2]))
+                todo.append((d[1], d[2]))
+    assert {e for e, _ in states} >= {0, 1, 10, 11, 12, 13, 21, 22, 23}
