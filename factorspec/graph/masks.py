@@ -410,7 +410,10 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         dead = lang.nstates
         trans = np.array([[t if t >= 0 else dead for t in row] for row in lang.trans] + [[dead] * len(lang.starts)],
                          dtype=np.int32).reshape(dead + 1, len(lang.starts))
-        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}}
+        first = cls[starts] if len(starts) else np.zeros(0, dtype=np.int64)  # each token's first class
+        order = np.argsort(first, kind="stable").astype(np.int64)
+        bounds = np.searchsorted(first[order], np.arange(len(lang.starts) + 1), side="left")
+        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}, "first": (order, bounds)}
     masks = entry["masks"]
     m = masks.get((q, n))
     if m is not None:
@@ -419,8 +422,14 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     cls, trans = entry["cls"], entry["trans"]
     dead = trans.shape[0] - 1
     # only the tokens still alive are stepped (positions into tids, increasing): a token whose
-    # characters all stepped is done; the others die at their first character off the language
-    alive = np.arange(len(tids)) if 0 <= q < dead else np.zeros(0, dtype=np.int64)
+    # characters all stepped is done; the others die at their first character off the language.
+    # Those whose first character's class leads nowhere are not even started (most, mostly)
+    alive = np.zeros(0, dtype=np.int64)
+    if 0 <= q < dead and (lang.max_len is None or n + 1 <= lang.max_len):
+        order, bounds = entry["first"]
+        ok_cls = np.nonzero(_feasible(entry, lang, n + 1, dead)[trans[q]])[0]
+        alive = np.sort(np.concatenate([order[bounds[x]:bounds[x + 1]] for x in ok_cls.tolist()]
+                                       + [np.zeros(0, dtype=np.int64)]))
     s = np.full(len(alive), q, dtype=np.int32)
     done = []
     for j, cnt in enumerate(live):
@@ -433,10 +442,7 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         if lang.max_len is not None and k > lang.max_len:
             alive = alive[:0]
             break
-        feas = entry["feas"].get(lang.norm(k))
-        if feas is None:
-            fm = lang.feasible_mask(lang.norm(k))
-            feas = entry["feas"][lang.norm(k)] = np.array([fm >> t & 1 for t in range(dead)] + [0], dtype=bool)
+        feas = _feasible(entry, lang, k, dead)
         t = trans[s, cls[starts[alive] + j]]
         ok = feas[t]
         alive, s = alive[ok], t[ok]
@@ -446,6 +452,17 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         masks.clear()
     masks[(q, n)] = m
     return m
+
+
+def _feasible(entry: dict, lang: Any, k: int, dead: int) -> np.ndarray:
+    """Boolean per DFA state (and the dead one): can a string of length k there still complete
+    within the length bounds? Kept per normalised length in `regex_mask`'s entry."""
+    nk = lang.norm(k)
+    feas = entry["feas"].get(nk)
+    if feas is None:
+        fm = lang.feasible_mask(nk)
+        feas = entry["feas"][nk] = np.array([fm >> t & 1 for t in range(dead)] + [0], dtype=bool)
+    return feas
 
 
 def special_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
