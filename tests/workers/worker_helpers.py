@@ -147,3 +147,10 @@ def wait_caught_up(pool: Any, timeout: float = CATCH_UP_S, what: Any = None) -> 
     while not (what or pool.mirror_caught_up)():
         assert time.monotonic() < deadline, f"the spare did not catch up within {timeout:g} s"
         time.sleep(0.005)  # (mirror_caught_up reads the pipes)
+
+
+def all_fresh(pool: Any) -> bool:
+    """Every serving worker is ready and reading its pipe (read what they sent first): new requests
+    go to those (`MaskWorkerPool._choose`). Non-blocking."""
+    pool._pump(0)
+    return all(pool._fresh(s) for s in pool._slots)
