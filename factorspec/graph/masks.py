@@ -427,9 +427,7 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     alive = np.zeros(0, dtype=np.int64)
     if 0 <= q < dead and (lang.max_len is None or n + 1 <= lang.max_len):
         order, bounds = entry["first"]
-        ok_cls = np.nonzero(_feasible(entry, lang, n + 1, dead)[trans[q]])[0]
-        alive = np.sort(np.concatenate([order[bounds[x]:bounds[x + 1]] for x in ok_cls.tolist()]
-                                       + [np.zeros(0, dtype=np.int64)]))
+        alive = grouped(order, bounds, np.nonzero(_feasible(entry, lang, n + 1, dead)[trans[q]])[0])
     s = np.full(len(alive), q, dtype=np.int32)
     done = []
     for j, cnt in enumerate(live):
@@ -452,6 +450,15 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         masks.clear()
     masks[(q, n)] = m
     return m
+
+
+def grouped(order: np.ndarray, bounds: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The positions of the groups `keys`, increasing: `order` holds positions grouped by key (by
+    a stable sort) and group x is order[bounds[x]:bounds[x + 1]]. Why: the vectorized steppers
+    start only the tokens whose first symbol can come, and need them in position order (the live
+    tokens at a length are a prefix)."""
+    parts = [order[bounds[x]:bounds[x + 1]] for x in keys.tolist()]
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _feasible(entry: dict, lang: Any, k: int, dead: int) -> np.ndarray:

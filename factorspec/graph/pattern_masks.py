@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from factorspec.graph.masks import _classes, _mask_from_bool, body_packed
+from factorspec.graph.masks import _classes, _mask_from_bool, body_packed, grouped
 from factorspec.graph.textstate import regex_byte
 from factorspec.graph.token_vocab import TokenVocab
 
@@ -107,11 +107,8 @@ class ByteTable:
                 rest[maybe] = False
                 row[rest & (row == _UNKNOWN)] = _DEAD
                 self.fill(np.full(len(maybe), k, dtype=np.int32), maybe)
-            first = np.nonzero(self.table[k] >= 0)[0]
-            order, bounds = _by_first_byte(v)
             # only the tokens whose first byte can come (after `\u` or a UTF-8 lead byte: a few)
-            alive = np.sort(np.concatenate([order[bounds[x]:bounds[x + 1]] for x in first.tolist()]
-                                           + [np.zeros(0, dtype=np.int64)]))
+            alive = grouped(*_by_first_byte(v), np.nonzero(self.table[k] >= 0)[0])
             s = np.full(len(alive), k, dtype=np.int32)
             done = []
             for j, cnt in enumerate(live):
