@@ -406,14 +406,19 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     entry = c.get(key)
     if entry is None:
         tids, cps, starts, live = _plain_chars(v)
-        cls = np.searchsorted(np.asarray(lang.starts, dtype=np.int64), cps, side="right") - 1
+        ucps, inv = _plain_code_points(v)  # (classes of the distinct code points only: a few thousand)
+        ncls = len(lang.starts)
+        ucls = (np.searchsorted(np.asarray(lang.starts, dtype=np.int64), ucps, side="right") - 1).astype(
+            np.uint16 if ncls <= 0xFFFF else np.int64)
+        cls = ucls[inv]
         dead = lang.nstates
-        trans = np.array([[t if t >= 0 else dead for t in row] for row in lang.trans] + [[dead] * len(lang.starts)],
-                         dtype=np.int32).reshape(dead + 1, len(lang.starts))
-        first = cls[starts] if len(starts) else np.zeros(0, dtype=np.int64)  # each token's first class
-        order = np.argsort(first, kind="stable").astype(np.int64)
+        trans = np.array([[t if t >= 0 else dead for t in row] for row in lang.trans] + [[dead] * ncls],
+                         dtype=np.int32).reshape(dead + 1, ncls)
+        first = cls[starts] if len(starts) else np.zeros(0, dtype=np.uint16)  # each token's first class
+        order = np.argsort(first, kind="stable").astype(np.int64)  # (a radix sort on small integers)
         bounds = np.searchsorted(first[order], np.arange(len(lang.starts) + 1), side="left")
-        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}, "first": (order, bounds)}
+        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}, "first": (order, bounds),
+                          "used": np.unique(ucls)}  # the classes some plain token's character is in
     masks = entry["masks"]
     m = masks.get((q, n))
     if m is not None:
@@ -421,6 +426,9 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
     tids, cps, starts, live = _plain_chars(v)
     cls, trans = entry["cls"], entry["trans"]
     dead = trans.shape[0] - 1
+    if _universal(entry, lang, q, n, len(live), dead):
+        m = masks[(q, n)] = _all_plain(v)
+        return m
     # only the tokens still alive are stepped (positions into tids, increasing): a token whose
     # characters all stepped is done; the others die at their first character off the language.
     # Those whose first character's class leads nowhere are not even started (most, mostly)
@@ -450,6 +458,37 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         masks.clear()
     masks[(q, n)] = m
     return m
+
+
+def _universal(entry: dict, lang: Any, q: int, n: int, longest: int, dead: int) -> bool:
+    """Does every plain token continue from (q, n)? So where every class of the tokens' characters
+    leads back to q (surrogates, say, are in none), no maxLength binds, and q stays feasible at
+    every length a token can reach (a pattern's free rest, `.*` after a matched part: stepping
+    every token through it was 10-25 ms a mask)."""
+    if not 0 <= q < dead or lang.max_len is not None or not bool((entry["trans"][q][entry["used"]] == q).all()):
+        return False
+    lengths = {lang.norm(k) for k in range(n + 1, n + 2 + longest)}
+    return all(_feasible(entry, lang, k, dead)[q] for k in sorted(lengths))
+
+
+def _all_plain(v: TokenVocab) -> np.ndarray:
+    """Mask of every plain token (once per vocabulary)."""
+    c = _classes(v)
+    m = c.get("all_plain")
+    if m is None:
+        m = c["all_plain"] = _mask_from_bool(v, _plain_chars(v)[0])
+    return m
+
+
+def _plain_code_points(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct code points of `_plain_chars` and, for each code point there, its index among
+    them (once per vocabulary): a language's classes are then found for the distinct ones only."""
+    c = _classes(v)
+    hit = c.get("plain_code_points")
+    if hit is None:
+        u, inv = np.unique(_plain_chars(v)[1], return_inverse=True)
+        hit = c["plain_code_points"] = (u, inv.astype(np.int64).ravel())
+    return hit
 
 
 def grouped(order: np.ndarray, bounds: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -51,7 +51,7 @@ def test_cached_masks_under_canonical_keys_equal_the_definition(k: int) -> None:
 # -- regex_mask: every plain token at once, against lang.step one character at a time -----------
 
 _REGEX_CASES = [("^[a-c]+$", 0, None), ("^a(bc)*d?$", 1, 6), ("^[0-9]{2,4}-x$", 0, None),
-                ("^(é|ab|[x-z]c)*$", 0, 5), (".*q", 0, None), ("^[^a]*$", 2, 3)]
+                ("^(é|ab|[x-z]c)*$", 0, 5), (".*q", 0, None), ("^[^a]*$", 2, 3), ("^ab", 0, None), ("^a", 1, 5)]
 _REGEX_TOKENS = [b"a", b"b", b"c", b"ab", b"bc", b"abc", b"bcbc", b"d", b"ad", b"12", b"123", b"1234",
                  b"-", b"-x", b"3-x", b"x", b"\xc3\xa9", b"\xc3\xa9ab", b"zc", b"xczc", b"q", b"aq",
                  b"qqqqqqq", b" ", b"a b", b"\xe2\x82\xac", b'"', b"\\", b"\xc3", b"<eos>"]
@@ -92,3 +92,23 @@ def test_regex_mask_equals_stepping_each_token(k: int) -> None:
         assert got == want, (pat, q, n, sorted(got ^ want))
         checked += bool(want)
     assert checked >= 2  # the walk reached states where some token continues
+
+
+def test_regex_mask_free_rest_is_decided_without_stepping() -> None:
+    """A state every token character loops on, with no maxLength (the rest of `^ab`, `.*q` once q
+    is seen), is recognised (`masks._universal`) and its mask is every plain token, which
+    `test_regex_mask_equals_stepping_each_token` checks against lang.step for those patterns; a
+    maxLength, or a character class left out, turns it off."""
+    from factorspec.graph.masks import _classes, _universal, regex_mask
+    from factorspec.graph.regex_lang import pattern_lang
+    from factorspec.graph.token_vocab import TokenVocab
+    v = TokenVocab(_REGEX_TOKENS, [len(_REGEX_TOKENS) - 1])
+    for pat, hi, text, free in (("^ab", None, "ab", True), (".*q", None, "q", True), ("^ab", 9, "ab", False),
+                                ("^a[^z]*$", None, "a", False)):
+        lang = pattern_lang(pat, "/pattern", 0, hi)
+        q = lang.start
+        for n, ch in enumerate(text):
+            q = lang.step(q, n, ord(ch))
+        regex_mask(v, lang, q, len(text))
+        entry = _classes(v)[("R", lang)]
+        assert _universal(entry, lang, q, len(text), 8, lang.nstates) is free, (pat, hi)
