@@ -415,9 +415,7 @@ def regex_mask(v: TokenVocab, lang: Any, q: int, n: int) -> np.ndarray:
         trans = np.array([[t if t >= 0 else dead for t in row] for row in lang.trans] + [[dead] * ncls],
                          dtype=np.int32).reshape(dead + 1, ncls)
         first = cls[starts] if len(starts) else np.zeros(0, dtype=np.uint16)  # each token's first class
-        order = np.argsort(first, kind="stable").astype(np.int64)  # (a radix sort on small integers)
-        bounds = np.searchsorted(first[order], np.arange(len(lang.starts) + 1), side="left")
-        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}, "first": (order, bounds),
+        entry = c[key] = {"cls": cls, "trans": trans, "masks": {}, "feas": {}, "first": groups(first, ncls),
                           "used": np.unique(ucls)}  # the classes some plain token's character is in
     masks = entry["masks"]
     m = masks.get((q, n))
@@ -489,6 +487,14 @@ def _plain_code_points(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
         u, inv = np.unique(_plain_chars(v)[1], return_inverse=True)
         hit = c["plain_code_points"] = (u, inv.astype(np.int64).ravel())
     return hit
+
+
+def groups(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions 0..len(keys)-1 grouped by key (0 <= key < n), for `grouped`: the positions ordered
+    by key (a stable sort: a radix sort on small unsigned keys) and where each key's group starts
+    (n + 1 bounds)."""
+    order = np.argsort(keys, kind="stable").astype(np.int64)
+    return order, np.searchsorted(keys[order], np.arange(n + 1), side="left")
 
 
 def grouped(order: np.ndarray, bounds: np.ndarray, keys: np.ndarray) -> np.ndarray:

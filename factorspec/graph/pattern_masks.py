@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from factorspec.graph.masks import _classes, _mask_from_bool, body_packed, grouped
-from factorspec.graph.textstate import regex_byte
+from factorspec.graph.masks import _classes, _mask_from_bool, body_packed, grouped, groups, in_unique_item
+from factorspec.graph.textstate import _ESC, _HEX, regex_byte
 from factorspec.graph.token_vocab import TokenVocab
 
 # the bytes `textstate.decode_byte` may take in each escape state, whatever its accumulator: a
 # state's other bytes are dead without asking (a new state's row costs 256 `regex_byte` calls else)
-_HEX_BYTES = np.frombuffer(b"0123456789abcdefABCDEF", dtype=np.uint8)
-_TAKES = {0: np.arange(0x20, 256, dtype=np.uint8), 1: np.frombuffer(b'"\\/bfnrtu', dtype=np.uint8),
+_HEX_BYTES = np.array(sorted(_HEX), dtype=np.uint8)
+_TAKES = {0: np.arange(0x20, 256, dtype=np.uint8), 1: np.array(sorted(_ESC | {ord("u")}), dtype=np.uint8),
           10: _HEX_BYTES, 11: _HEX_BYTES, 12: _HEX_BYTES, 13: _HEX_BYTES}
 _CONTINUATION = np.arange(0x80, 0xC0, dtype=np.uint8)  # esc 21, 22, 23: inside a UTF-8 sequence
 
@@ -76,17 +76,20 @@ class ByteTable:
                 self.table = grown
         return k
 
-    def fill(self, s: np.ndarray, b: np.ndarray) -> None:
-        """Compute the unknown transitions among the pairs (s[i], b[i])."""
+    def step(self, s: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The states after byte b[i] from state s[i] (`_DEAD` where refused), computing the
+        transitions not known yet."""
         t = self.table[s, b]
         unknown = t == _UNKNOWN
         if not unknown.any():
-            return
-        pairs = np.unique(s[unknown].astype(np.int64) * 256 + b[unknown])
-        for p in pairs.tolist():
+            return t
+        su, bu = s[unknown], b[unknown]
+        for p in np.unique(su.astype(np.int64) * 256 + bu).tolist():
             k, byte = divmod(p, 256)
             nxt = regex_byte(self.lang, ("R", (), *self.states[k]), byte)
             self.table[k, byte] = _DEAD if nxt is None or nxt == "end" else self.state(tuple(nxt[2:]))
+        t[unknown] = self.table[su, bu]
+        return t
 
     def mask(self, v: TokenVocab, st: tuple) -> np.ndarray:
         """Packed mask of the non-stop tokens without a quote whose bytes `regex_byte` steps from
@@ -106,7 +109,7 @@ class ByteTable:
                 rest = np.ones(256, dtype=bool)
                 rest[maybe] = False
                 row[rest & (row == _UNKNOWN)] = _DEAD
-                self.fill(np.full(len(maybe), k, dtype=np.int32), maybe)
+                self.step(np.full(len(maybe), k, dtype=np.int32), maybe)
             # only the tokens whose first byte can come (after `\u` or a UTF-8 lead byte: a few)
             alive = grouped(*_by_first_byte(v), np.nonzero(self.table[k] >= 0)[0])
             s = np.full(len(alive), k, dtype=np.int32)
@@ -117,9 +120,7 @@ class ByteTable:
                 alive, s = alive[:cut], s[:cut]
                 if not len(alive):
                     break
-                b = flat[starts[alive] + j]
-                self.fill(s, b)
-                t = self.table[s, b]
+                t = self.step(s, flat[starts[alive] + j])
                 ok = t >= 0
                 alive, s = alive[ok], t[ok]
             done.append(alive)
@@ -137,10 +138,7 @@ def _by_first_byte(v: TokenVocab) -> tuple[np.ndarray, np.ndarray]:
     hit = c.get("by_first_byte")
     if hit is None:
         _, _, _, flat, starts, _ = body_packed(v, with_quotes=False)
-        fb = flat[starts] if len(starts) else np.zeros(0, dtype=np.uint8)
-        order = np.argsort(fb, kind="stable").astype(np.int64)
-        bounds = np.searchsorted(fb[order], np.arange(257), side="left")
-        hit = c["by_first_byte"] = (order, bounds)
+        hit = c["by_first_byte"] = groups(flat[starts] if len(starts) else np.zeros(0, dtype=np.uint8), 256)
     return hit
 
 
@@ -163,7 +161,7 @@ def pattern_part_mask(machine: Any, v: TokenVocab, cfg: tuple) -> Any:
     top = stack[-1] if stack else None
     if top is None or top[0] not in ("R", "K") or top[4] == 0:
         return None
-    if getattr(machine, "unique", False) and (machine.canonical(top[1]) or any(t[0] == "U" for t in stack)):
+    if in_unique_item(machine, cfg) or (machine.unique and machine.canonical(top[1])):
         return None
     if top[0] == "R":
         lang = machine.node_at(top[1]).lang
